@@ -143,9 +143,11 @@ type DiffRequest struct {
 // DiffFile is one file of a diff with its line counts.
 type DiffFile struct {
 	Path      string `json:"path"`
-	Status    string `json:"status"` // A M D R
+	OrigPath  string `json:"orig_path,omitempty"` // for renames and copies
+	Status    string `json:"status"`              // A M D R C T U
 	Additions int    `json:"additions"`
 	Deletions int    `json:"deletions"`
+	Binary    bool   `json:"binary,omitempty"` // git counts no lines for binary files
 }
 
 // Diff is a diff and its per-file summary.

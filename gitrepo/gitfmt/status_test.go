@@ -198,7 +198,7 @@ func wantFiles(t *testing.T, what string, got, want []grove.FileStatus) {
 		return
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s = %+q, want %+q", what, got, want)
+		t.Errorf("%s = %#v, want %#v", what, got, want)
 	}
 }
 
@@ -276,7 +276,9 @@ func roundTrip(t *testing.T, st *grove.Status) {
 // reorder them, and order carries no meaning across lists.
 func normalise(st *grove.Status) *grove.Status {
 	c := *st
-	less := func(a, b grove.FileStatus) int { return strings.Compare(a.Path+"\x00"+a.Index+a.WorkTree, b.Path+"\x00"+b.Index+b.WorkTree) }
+	less := func(a, b grove.FileStatus) int {
+		return strings.Compare(a.Path+"\x00"+a.Index+a.WorkTree, b.Path+"\x00"+b.Index+b.WorkTree)
+	}
 	c.Staged = slices.SortedFunc(slices.Values(st.Staged), less)
 	c.Unstaged = slices.SortedFunc(slices.Values(st.Unstaged), less)
 	return &c

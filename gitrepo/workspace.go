@@ -1,0 +1,259 @@
+package gitrepo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/grove-dev/grove"
+)
+
+// savedBranchPrefix is where SaveBranch keeps workspace branches inside the
+// cache, apart from refs/heads (which mirrors the remote and is overwritten
+// by every fetch).
+const savedBranchPrefix = "refs/grove/branches/"
+
+// WorkspaceOptions say what a new workspace checks out.
+type WorkspaceOptions struct {
+	Branch string // "": a detached checkout of Base
+	Base   string // ref or sha a new branch (or the detached HEAD) starts at; "": the cache's HEAD
+}
+
+// CreateWorkspace makes the workspace repository dir from the bare cache at
+// barePath (see the package doc for why it is a shared clone and not a git
+// worktree) and returns the commit checked out.
+//
+// The branch comes from, in order: refs/grove/branches/<branch> in the
+// cache (work Grove saved earlier), refs/heads/<branch> in the cache, or a
+// new branch at Base. An existing branch is re-attached at its tip, never
+// reset to Base. The workspace is built in a temporary directory beside dir
+// and renamed into place, so dir is either absent or complete; an existing
+// dir is grove.ErrConflict.
+func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt WorkspaceOptions) (head string, err error) {
+	if opt.Branch != "" {
+		if err := ValidateBranch(opt.Branch); err != nil {
+			return "", err
+		}
+	}
+	if opt.Base != "" {
+		if err := ValidateRef(opt.Base); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return "", grove.Errorf(grove.ErrConflict, "workspace directory %s already exists", filepath.Base(dir))
+	}
+	sha, err := g.workspaceStart(ctx, barePath, opt)
+	if err != nil {
+		return "", err
+	}
+
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", grove.Errorf(grove.ErrUnavailable, "create workspace parent: %v", err)
+	}
+	tmp, err := os.MkdirTemp(parent, ".ws-tmp-")
+	if err != nil {
+		return "", grove.Errorf(grove.ErrUnavailable, "create workspace: %v", err)
+	}
+	defer os.RemoveAll(tmp) // no-op after the rename
+
+	// --template= keeps sample hooks out of the new .git; --shared borrows
+	// the cache's objects through alternates instead of copying them.
+	if _, err := g.run(ctx, call{
+		args: []string{"clone", "--shared", "--no-checkout", "--quiet", "--template=", "--", barePath, tmp},
+		dir:  parent,
+	}); err != nil {
+		return "", err
+	}
+	// An empty hooks directory exists so that a sandbox can mount it
+	// read-only (Protected); host git ignores it either way (core.hooksPath).
+	if err := os.MkdirAll(filepath.Join(tmp, ".git", "hooks"), 0o755); err != nil {
+		return "", grove.Errorf(grove.ErrUnavailable, "create workspace: %v", err)
+	}
+	env := workEnv(tmp)
+	if opt.Branch == "" {
+		_, err = g.run(ctx, call{args: []string{"checkout", "--quiet", "--detach", sha, "--"}, dir: tmp, env: env})
+	} else {
+		_, err = g.run(ctx, call{args: []string{"checkout", "--quiet", "-B", opt.Branch, sha, "--"}, dir: tmp, env: env})
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := g.dropCloneBranch(ctx, tmp, opt.Branch); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Lstat(dir); statErr == nil {
+			return "", grove.Errorf(grove.ErrConflict, "workspace directory %s already exists", filepath.Base(dir))
+		}
+		return "", grove.Errorf(grove.ErrUnavailable, "install workspace: %v", err)
+	}
+	return sha, nil
+}
+
+// workspaceStart resolves the commit a new workspace checks out.
+func (g *Git) workspaceStart(ctx context.Context, barePath string, opt WorkspaceOptions) (string, error) {
+	if opt.Branch != "" {
+		for _, ref := range []string{savedBranchPrefix + opt.Branch, "refs/heads/" + opt.Branch} {
+			sha, err := g.ResolveCommit(ctx, barePath, ref)
+			if err == nil {
+				return sha, nil
+			}
+			if !errors.Is(err, grove.ErrNotFound) {
+				return "", err
+			}
+		}
+	}
+	base := opt.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	return g.ResolveCommit(ctx, barePath, base)
+}
+
+// dropCloneBranch deletes the branch clone created for the cache's HEAD
+// when it is not the workspace's branch: a stale copy of the default branch
+// in every workspace only invites pushes of the wrong thing.
+func (g *Git) dropCloneBranch(ctx context.Context, dir, keep string) error {
+	out, err := g.run(ctx, call{args: []string{"for-each-ref", "--format=%(refname)", "refs/heads/"}, dir: dir, env: workEnv(dir)})
+	if err != nil {
+		return err
+	}
+	for _, ref := range strings.Fields(string(out)) {
+		if ref == "refs/heads/"+keep {
+			continue
+		}
+		if _, err := g.run(ctx, call{args: []string{"update-ref", "-d", "--", ref}, dir: dir, env: workEnv(dir)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveBranch copies the workspace's branch into the cache as
+// refs/grove/branches/<branch>, so that destroying the workspace and
+// acquiring it again re-attaches the committed work. The caller serialises
+// it with other writes to the cache (see Caches).
+func (g *Git) SaveBranch(ctx context.Context, barePath, dir, branch string) error {
+	if err := ValidateBranch(branch); err != nil {
+		return err
+	}
+	spec := "+refs/heads/" + branch + ":" + savedBranchPrefix + branch
+	_, err := g.run(ctx, call{
+		args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", dir, spec},
+		env:  bareEnv(barePath),
+	})
+	return err
+}
+
+// RemoveWorkspace deletes the workspace at dir (renamed aside first, so a
+// crash never leaves a half workspace that looks whole). A missing dir is
+// not an error.
+func (g *Git) RemoveWorkspace(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return grove.Errorf(grove.ErrUnavailable, "remove workspace: %v", err)
+	} else if !fi.IsDir() {
+		return grove.Errorf(grove.ErrInvalid, "%s is not a workspace directory", filepath.Base(dir))
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		return grove.Errorf(grove.ErrInvalid, "%s is not a workspace (no .git)", filepath.Base(dir))
+	}
+	return removeAside(dir)
+}
+
+// Dirty reports whether the workspace has uncommitted changes, including
+// untracked files.
+func (g *Git) Dirty(ctx context.Context, dir string) (bool, error) {
+	out, err := g.run(ctx, call{args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=normal"}, dir: dir, env: workEnv(dir)})
+	if err != nil {
+		return false, err
+	}
+	return len(out) > 0, nil
+}
+
+// DiskUsage is the apparent size in bytes of everything under dir (objects
+// borrowed from the cache are not counted: they are not under dir).
+func DiskUsage(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // vanished or unreadable entries do not stop the count
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// staleLockAge is how old a git lock file must be before start-up
+// reconcile may call it stale: git holds them for milliseconds.
+const staleLockAge = time.Minute
+
+// StaleLocks lists git lock files in the workspace (or bare repo) at dir
+// older than a minute — index.lock, HEAD.lock, config.lock,
+// packed-refs.lock and refs/**/*.lock — that a crashed git left behind.
+// Start-up reconcile reports and removes them.
+func StaleLocks(dir string) []string {
+	gitDir := filepath.Join(dir, ".git")
+	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+		gitDir = dir // a bare repository
+	}
+	cutoff := time.Now().Add(-staleLockAge)
+	var out []string
+	old := func(p string) bool {
+		fi, err := os.Lstat(p)
+		return err == nil && fi.ModTime().Before(cutoff)
+	}
+	for _, f := range []string{"index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock"} {
+		if p := filepath.Join(gitDir, f); old(p) {
+			out = append(out, p)
+		}
+	}
+	_ = filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") && old(p) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// Protected lists what a sandbox must mount read-only inside a workspace:
+// the config (which could name programs git runs — fsmonitor, filters,
+// sshCommand — or move hooksPath), the hooks, and the alternates file
+// (rewriting it could point git at another cache).
+func Protected(dir string) []string {
+	g := filepath.Join(dir, ".git")
+	return []string{
+		filepath.Join(g, "config"),
+		filepath.Join(g, "hooks"),
+		filepath.Join(g, "objects", "info", "alternates"),
+	}
+}
+
+// CacheObjects is the object directory of a bare cache, which workspaces
+// borrow through alternates and a sandbox must see read-only at the same
+// path.
+func CacheObjects(barePath string) string { return filepath.Join(barePath, "objects") }
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,298 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/go-units"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+)
+
+// box is the container of one (user, project) pair and the workspaces it
+// hosts.
+type box struct {
+	name, user, project string
+
+	// gate lets commands run concurrently (read lock) while recreating or
+	// stopping the container waits for them (write lock).
+	gate sync.RWMutex
+
+	mu      sync.Mutex // guards the fields below
+	id      string     // container id; empty when none exists
+	running bool
+	specs   map[string]driver.Spec
+	stopped map[string]bool // workspaces hibernated by Stop
+}
+
+func newBox(user, project string) *box {
+	return &box{
+		name: ContainerName(user, project), user: user, project: project,
+		specs: map[string]driver.Spec{}, stopped: map[string]bool{},
+	}
+}
+
+// The clean environment every command starts from (driver.go's contract).
+var baseEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=/home/agent",
+	"LANG=C.UTF-8",
+	"TERM=dumb",
+}
+
+// limitedNetwork is the internal network of NetworkLimited.
+const limitedNetwork = "grove-limited"
+
+func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container.Config, *container.HostConfig, error) {
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range specs {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	list := make([]driver.Spec, 0, len(ids))
+	for _, id := range ids {
+		list = append(list, specs[id])
+	}
+	first := list[0]
+	specJSON, err := json.Marshal(list)
+	if err != nil {
+		return nil, nil, err
+	}
+	img := first.Image
+	if img == "" {
+		img = d.image
+	}
+	cfg := &container.Config{
+		Image:      img,
+		User:       d.user,
+		Env:        baseEnv,
+		Entrypoint: []string{"/usr/bin/tini", "--"},
+		Cmd:        []string{"sleep", "infinity"},
+		WorkingDir: "/",
+		Hostname:   "grove",
+		Labels: map[string]string{
+			LabelManagedBy:  managedBy,
+			LabelUser:       b.user,
+			LabelProject:    b.project,
+			LabelWorkspaces: strings.Join(ids, ","),
+			LabelSpecs:      string(specJSON),
+		},
+	}
+
+	var mounts []mount.Mount
+	seen := map[string]bool{}
+	add := func(path string, ro bool) error {
+		if seen[path] {
+			return nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return grove.Errorf(grove.ErrInvalid, "mount source %s: %v", filepath.Base(path), err)
+		}
+		seen[path] = true
+		mounts = append(mounts, mount.Mount{
+			Type: mount.TypeBind, Source: path, Target: path, ReadOnly: ro,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+		return nil
+	}
+	for _, s := range list {
+		if err := add(s.WorkDir, !s.Writable || d.ro); err != nil {
+			return nil, nil, err
+		}
+		for _, p := range s.ReadOnlyPaths {
+			if err := add(p, true); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, p := range s.ProtectedPaths {
+			if err := add(p, true); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	// Parents before children, so a protected path inside a workspace is
+	// mounted over it and not under it.
+	sort.SliceStable(mounts, func(i, j int) bool {
+		return strings.Count(mounts[i].Target, "/") < strings.Count(mounts[j].Target, "/")
+	})
+
+	lim := first.Limits
+	pids := int64(lim.Processes)
+	if pids <= 0 {
+		pids = DefaultPids
+	}
+	mem := lim.MemoryBytes
+	if mem <= 0 {
+		mem = DefaultMemory
+	}
+	cpus := lim.CPUs
+	if cpus <= 0 {
+		cpus = DefaultCPUs
+	}
+	var ulimits []*container.Ulimit
+	if lim.FileSize > 0 {
+		ulimits = append(ulimits, &units.Ulimit{Name: "fsize", Soft: lim.FileSize, Hard: lim.FileSize})
+	}
+	if lim.CPUTime > 0 {
+		secs := int64(lim.CPUTime.Seconds() + 0.999)
+		ulimits = append(ulimits, &units.Ulimit{Name: "cpu", Soft: secs, Hard: secs})
+	}
+	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", DefaultTmpfsSize)
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(networkMode(first.Network)),
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		IpcMode:        container.IPCModePrivate,
+		Tmpfs:          map[string]string{"/tmp": tmpfs, "/home/agent": tmpfs},
+		Mounts:         mounts,
+		Resources: container.Resources{
+			Memory:     mem,
+			MemorySwap: mem, // no swap: a memory hog meets the OOM killer, not the disk
+			NanoCPUs:   int64(cpus * 1e9),
+			PidsLimit:  &pids,
+			Ulimits:    ulimits,
+		},
+	}
+	return cfg, hc, nil
+}
+
+func networkMode(m driver.NetworkMode) string {
+	switch m {
+	case driver.NetworkDefault:
+		return "bridge"
+	case driver.NetworkLimited:
+		return limitedNetwork
+	default:
+		return "none"
+	}
+}
+
+// ensureNetwork creates the internal network NetworkLimited uses: no route
+// out of the host (Internal) and no traffic between containers (icc off).
+func (d *Driver) ensureNetwork(ctx context.Context, mode driver.NetworkMode) error {
+	if mode != driver.NetworkLimited {
+		return nil
+	}
+	if _, err := d.cli.NetworkInspect(ctx, limitedNetwork, network.InspectOptions{}); err == nil {
+		return nil
+	}
+	_, err := d.cli.NetworkCreate(ctx, limitedNetwork, network.CreateOptions{
+		Driver:   "bridge",
+		Internal: true,
+		Options:  map[string]string{"com.docker.network.bridge.enable_icc": "false"},
+		Labels:   map[string]string{LabelManagedBy: managedBy},
+	})
+	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		return fmt.Errorf("create network %s: %v: %w", limitedNetwork, err, grove.ErrUnavailable)
+	}
+	return nil
+}
+
+// recreate replaces b's container with one hosting specs, and starts it.
+// The caller holds b.gate for writing. With no specs the container goes.
+func (d *Driver) recreate(ctx context.Context, b *box, specs map[string]driver.Spec) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.id != "" {
+		err := d.cli.ContainerRemove(ctx, b.id, container.RemoveOptions{Force: true})
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("remove container %s: %v: %w", b.name, err, grove.ErrUnavailable)
+		}
+		b.id, b.running = "", false
+	}
+	if len(specs) == 0 {
+		b.specs = specs
+		return nil
+	}
+	cfg, hc, err := d.containerSpec(b, specs)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		if err := d.ensureNetwork(ctx, s.Network); err != nil {
+			return err
+		}
+		break
+	}
+	resp, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, b.name)
+	if err != nil {
+		if isNotFound(err) {
+			return grove.Errorf(grove.ErrUnavailable, "image %s is missing: build it with EnsureImage (grove image build)", cfg.Image)
+		}
+		return fmt.Errorf("create container %s: %v: %w", b.name, err, grove.ErrUnavailable)
+	}
+	b.id = resp.ID
+	b.specs = specs
+	if err := d.cli.ContainerStart(ctx, b.id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start container %s: %v: %w", b.name, err, grove.ErrUnavailable)
+	}
+	b.running = true
+	return nil
+}
+
+// start starts b's container if it is not running.
+func (d *Driver) start(ctx context.Context, b *box) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running {
+		return nil
+	}
+	if b.id == "" {
+		return grove.Errorf(grove.ErrNotFound, "container %s is gone", b.name)
+	}
+	if err := d.cli.ContainerStart(ctx, b.id, container.StartOptions{}); err != nil {
+		if isNotFound(err) {
+			return grove.Errorf(grove.ErrNotFound, "container %s is gone", b.name)
+		}
+		return fmt.Errorf("start container %s: %v: %w", b.name, err, grove.ErrUnavailable)
+	}
+	b.running = true
+	return nil
+}
+
+// adopt takes over the containers a previous server left, keyed by label.
+func (d *Driver) adopt(ctx context.Context) error {
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{
+		All:     true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelManagedBy+"="+managedBy)),
+	})
+	if err != nil {
+		return fmt.Errorf("list containers: %v: %w", err, grove.ErrUnavailable)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range list {
+		var specs []driver.Spec
+		if err := json.Unmarshal([]byte(c.Labels[LabelSpecs]), &specs); err != nil {
+			continue // not ours to understand; Reconcile reports it
+		}
+		b := newBox(c.Labels[LabelUser], c.Labels[LabelProject])
+		b.id = c.ID
+		b.running = c.State == "running"
+		for _, s := range specs {
+			b.specs[s.WorkspaceID] = s
+			b.stopped[s.WorkspaceID] = !b.running
+			d.owners[s.WorkspaceID] = b
+		}
+		d.boxes[b.name] = b
+	}
+	return nil
+}
+
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }

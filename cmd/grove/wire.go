@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/bwrap"
+	"github.com/grove-dev/grove/driver/subprocess"
+	"github.com/grove-dev/grove/engine"
+	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/provider/local"
+	"github.com/grove-dev/grove/store/sqlite"
+)
+
+// app is an opened, in-process Grove.
+type app struct {
+	engine *engine.Engine
+	close  func()
+}
+
+// openEngine wires the embedded defaults: SQLite under the root, the local
+// provider, and the configured runtime.
+func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, error) {
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.Root, "grove.db"))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	home := filepath.Join(cfg.Root, "githome")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		st.Close()
+		return nil, err
+	}
+	git := &gitrepo.Git{
+		Home:     home,
+		Logger:   logger,
+		Identity: gitrepo.Identity{Name: cfg.AuthorName, Email: cfg.AuthorEmail},
+	}
+	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness})
+	drv, err := openDriver(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	eng, err := engine.New(engine.Config{
+		Store:                 st,
+		Provider:              prov,
+		Driver:                drv,
+		BaseURL:               cfg.BaseURL,
+		AllowUnisolatedWrites: cfg.AllowUnisolated,
+		Network:               driver.NetworkMode(cfg.Network),
+		Logger:                logger,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &app{engine: eng, close: func() { st.Close() }}, nil
+}
+
+func openDriver(cfg config) (driver.Driver, error) {
+	kind, err := cfg.pickRuntime()
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "bwrap":
+		return bwrap.New(bwrap.Options{HomeRoot: filepath.Join(cfg.Root, "runtime")})
+	case "subprocess":
+		return subprocess.New(subprocess.Options{AllowMutating: cfg.AllowUnisolated, HomeRoot: filepath.Join(cfg.Root, "runtime")}), nil
+	}
+	return nil, fmt.Errorf("runtime %q is not available in this build", kind)
+}

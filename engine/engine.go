@@ -1,0 +1,151 @@
+// Package engine orchestrates Grove: it turns requests into store records,
+// provider calls (caches, workspaces, git, files) and runtime calls, under
+// the locks DESIGN.md §5 asks for. It implements grove.Service in-process.
+//
+// Locking, in the order taken:
+//
+//	ws-key:<key>   creation of one workspace key (slow path of Acquire)
+//	repo:<key>     exclusive for clone, fetch, SaveBranch and cache removal;
+//	               shared while a workspace is created from the cache
+//	ws:<id>        exclusive for mutating commands and writes; shared for
+//	               read commands
+//
+// Two workspaces never share a ws:<id> lock, so agents on different
+// branches never wait for each other's commands.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/internal/keylock"
+	"github.com/grove-dev/grove/provider"
+	"github.com/grove-dev/grove/store"
+)
+
+// Config wires an Engine. Store, Provider and Driver are required.
+type Config struct {
+	Store    store.Store
+	Provider provider.Provider
+	Driver   driver.Driver
+
+	// BaseURL is the GitHub base URL owner/repo names resolve against
+	// (GITHUB_BASE_URL); empty means https://github.com.
+	BaseURL string
+	// AllowUnisolatedWrites lets writable workspaces run on a runtime that
+	// reports Isolated=false. Off by default: write-capable work never
+	// silently falls back to an unisolated host process.
+	AllowUnisolatedWrites bool
+	// Network is the runtime network mode; empty means none.
+	Network driver.NetworkMode
+	Limits  driver.Limits
+	Image   string
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Engine implements grove.Service on one machine.
+type Engine struct {
+	cfg   Config
+	store store.Store
+	prov  provider.Provider
+	drv   driver.Driver
+	log   *slog.Logger
+	now   func() time.Time
+	locks keylock.RW
+	parse gitrepo.ParseOptions
+	// runtimes remembers which workspaces already have a runtime so the
+	// exec path makes no store round trip; it is only a cache of the store.
+	runtimes sync.Map
+}
+
+var _ grove.Service = (*Engine)(nil)
+
+// New returns an Engine. It does not touch the disk; call Reconcile at
+// start-up.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Provider == nil || cfg.Driver == nil {
+		return nil, errors.New("engine: Store, Provider and Driver are required")
+	}
+	e := &Engine{
+		cfg:   cfg,
+		store: cfg.Store,
+		prov:  cfg.Provider,
+		drv:   cfg.Driver,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+		parse: gitrepo.ParseOptions{BaseURL: cfg.BaseURL},
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.cfg.Network == "" {
+		e.cfg.Network = driver.NetworkNone
+	}
+	return e, nil
+}
+
+// Driver returns the runtime driver in use.
+func (e *Engine) Driver() driver.Driver { return e.drv }
+
+type progressKey struct{}
+
+// WithProgress returns a ctx under which clone and fetch report progress to
+// w.
+func WithProgress(ctx context.Context, w io.Writer) context.Context {
+	return context.WithValue(ctx, progressKey{}, w)
+}
+
+func progressOf(ctx context.Context) io.Writer {
+	w, _ := ctx.Value(progressKey{}).(io.Writer)
+	return w
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// validID reports whether id has the shape newID makes, so hostile ids never
+// reach the store or a path.
+func validID(prefix, id string) bool {
+	if len(id) != len(prefix)+16 || id[:len(prefix)] != prefix {
+		return false
+	}
+	_, err := hex.DecodeString(id[len(prefix):])
+	return err == nil
+}
+
+func (e *Engine) workspace(ctx context.Context, id string) (*grove.Workspace, error) {
+	if !validID("ws_", id) {
+		return nil, grove.Errorf(grove.ErrNotFound, "workspace %q not found", id)
+	}
+	ws, err := e.store.GetWorkspace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+func (e *Engine) cacheOf(ctx context.Context, ws *grove.Workspace) (*grove.RepoCache, error) {
+	c, err := e.store.GetRepoCache(ctx, ws.RepoCacheID)
+	if err != nil {
+		return nil, fmt.Errorf("repo cache of workspace %s: %w", ws.ID, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/grove-dev/grove"
+)
+
+// DefaultReadMax caps ReadFile when the caller names no limit.
+const DefaultReadMax = 10 << 20
+
+// Reads of files, listings and searches take no workspace lock: writes are
+// atomic renames, so a reader sees the old or the new file, never a torn
+// one, and a long test run does not block an agent from reading.
+
+// ReadFile implements grove.Service.
+func (e *Engine) ReadFile(ctx context.Context, id, path string, maxBytes int64) ([]byte, error) {
+	ws, err := e.workspace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultReadMax
+	}
+	return e.prov.ReadFile(ctx, ws, path, maxBytes)
+}
+
+// ListDir implements grove.Service.
+func (e *Engine) ListDir(ctx context.Context, id, path string, depth int) ([]grove.DirEntry, error) {
+	ws, err := e.workspace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.prov.ListDir(ctx, ws, path, depth)
+}
+
+// Search implements grove.Service.
+func (e *Engine) Search(ctx context.Context, id string, req grove.SearchRequest) (*grove.SearchResult, error) {
+	ws, err := e.workspace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if req.Pattern == "" {
+		return nil, grove.Errorf(grove.ErrInvalid, "empty search pattern")
+	}
+	return e.prov.Search(ctx, ws, req)
+}
+
+// WriteFile implements grove.Service.
+func (e *Engine) WriteFile(ctx context.Context, id, path string, data []byte) error {
+	return e.mutate(ctx, id, func(ws *grove.Workspace) error {
+		return e.prov.WriteFile(ctx, ws, path, data)
+	})
+}
+
+// DeleteFile implements grove.Service.
+func (e *Engine) DeleteFile(ctx context.Context, id, path string) error {
+	return e.mutate(ctx, id, func(ws *grove.Workspace) error {
+		return e.prov.DeleteFile(ctx, ws, path)
+	})
+}
+
+// mutate runs fn on a writable workspace under its exclusive lock and marks
+// the workspace dirty.
+func (e *Engine) mutate(ctx context.Context, id string, fn func(ws *grove.Workspace) error) error {
+	ws, err := e.workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := ws.RequireWritable(); err != nil {
+		return err
+	}
+	unlock, err := e.locks.Lock(ctx, "ws:"+ws.ID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := fn(ws); err != nil {
+		return err
+	}
+	if !ws.Dirty {
+		ws.Dirty = true
+		ws.UpdatedAt = e.now().UTC()
+		return e.store.UpdateWorkspace(ctx, ws)
+	}
+	return nil
+}

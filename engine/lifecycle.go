@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/store"
+)
+
+func storeFilter(f grove.WorkspaceFilter, cacheID string) store.WorkspaceFilter {
+	return store.WorkspaceFilter{User: f.User, Project: f.Project, RepoCacheID: cacheID}
+}
+
+// Get implements grove.Service.
+func (e *Engine) Get(ctx context.Context, id string) (*grove.Workspace, error) {
+	return e.workspace(ctx, id)
+}
+
+// List implements grove.Service.
+func (e *Engine) List(ctx context.Context, f grove.WorkspaceFilter) ([]*grove.Workspace, error) {
+	cacheID := ""
+	if f.Repo != "" {
+		remote, err := gitrepo.ParseRepo(f.Repo, e.parse)
+		if err != nil {
+			return nil, err
+		}
+		c, err := e.store.GetRepoCacheByKey(ctx, remote.ID.Key())
+		if errors.Is(err, grove.ErrNotFound) {
+			return []*grove.Workspace{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		cacheID = c.ID
+	}
+	return e.store.ListWorkspaces(ctx, storeFilter(f, cacheID))
+}
+
+// Release hibernates the workspace's runtime and records the workspace's
+// observed state; the files stay.
+func (e *Engine) Release(ctx context.Context, id string) error {
+	ws, err := e.workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.locks.Lock(ctx, "ws:"+ws.ID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := e.drv.Stop(ctx, ws.ID); err != nil && !errors.Is(err, grove.ErrNotFound) {
+		return err
+	}
+	if rt, err := e.store.GetRuntime(ctx, ws.ID); err == nil {
+		rt.State = "stopped"
+		rt.UpdatedAt = e.now().UTC()
+		_ = e.store.PutRuntime(ctx, rt)
+	}
+	if err := e.saveBranch(ctx, ws); err != nil {
+		return err
+	}
+	e.refresh(ctx, ws)
+	ws.State = grove.WorkspaceReleased
+	return e.store.UpdateWorkspace(ctx, ws)
+}
+
+// refresh records dirty, size and head as observed now.
+func (e *Engine) refresh(ctx context.Context, ws *grove.Workspace) {
+	info, err := e.prov.Inspect(ctx, ws)
+	if err != nil {
+		e.log.Warn("inspect workspace", "workspace", ws.ID, "err", err)
+		return
+	}
+	ws.Dirty, ws.SizeBytes = info.Dirty, info.SizeBytes
+	if info.Head != "" {
+		ws.HeadSHA = info.Head
+	}
+	ws.UpdatedAt = e.now().UTC()
+}
+
+// saveBranch records ws's branch in the cache so its commits outlive the
+// workspace.
+func (e *Engine) saveBranch(ctx context.Context, ws *grove.Workspace) error {
+	if ws.Branch == "" {
+		return nil
+	}
+	if ok, _ := e.prov.Exists(ctx, ws); !ok {
+		return nil
+	}
+	c, err := e.cacheOf(ctx, ws)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.locks.Lock(ctx, "repo:"+c.Repo.Key())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return e.prov.SaveBranch(ctx, c, ws)
+}
+
+// Destroy removes the workspace's runtime, files and record. Its branch's
+// commits stay in the cache, so acquiring the same key again re-attaches
+// them; uncommitted changes are gone.
+func (e *Engine) Destroy(ctx context.Context, id string) error {
+	ws, err := e.workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.locks.Lock(ctx, "ws:"+ws.ID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := e.saveBranch(ctx, ws); err != nil {
+		return err
+	}
+	if err := e.drv.Destroy(ctx, ws.ID); err != nil {
+		return err
+	}
+	e.runtimes.Delete(ws.ID)
+	if err := e.store.DeleteRuntime(ctx, ws.ID); err != nil && !errors.Is(err, grove.ErrNotFound) {
+		return err
+	}
+	if err := e.prov.RemoveWorkspace(ctx, ws); err != nil {
+		return err
+	}
+	e.log.Info("workspace destroyed", "workspace", ws.ID)
+	return e.store.DeleteWorkspace(ctx, ws.ID)
+}
+
+// Pin marks a workspace as never to be evicted (or clears the mark).
+func (e *Engine) Pin(ctx context.Context, id string, pinned bool) error {
+	return e.store.Tx(ctx, func(ctx context.Context, tx store.Store) error {
+		if !validID("ws_", id) {
+			return grove.Errorf(grove.ErrNotFound, "workspace %q not found", id)
+		}
+		ws, err := tx.GetWorkspace(ctx, id)
+		if err != nil {
+			return err
+		}
+		ws.Pinned = pinned
+		ws.UpdatedAt = e.now().UTC()
+		return tx.UpdateWorkspace(ctx, ws)
+	})
+}

@@ -1,0 +1,242 @@
+// Package local is the workspace provider for this machine: a bare cache
+// per repository and one working repository per workspace under one root,
+// reached with host git (gitrepo), os.Root (fsops) and ripgrep (search).
+//
+// Layout (DESIGN.md §1):
+//
+//	<root>/<owner>/<repo>/.bare                      the repo cache
+//	<root>/<owner>/<repo>/worktrees/<user>_<scope>_<branch>   workspaces
+//
+// with <root>/<host>/... for hosts other than github.com.
+package local
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/fsops"
+	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/provider"
+	"github.com/grove-dev/grove/search"
+)
+
+// Provider keeps caches and workspaces under Root.
+type Provider struct {
+	root   string
+	git    *gitrepo.Git
+	caches *gitrepo.Caches
+}
+
+var (
+	_ provider.Provider = (*Provider)(nil)
+	_ provider.Scanner  = (*Provider)(nil)
+)
+
+// New returns a provider rooted at caches.Root, running git through
+// caches.Git.
+func New(caches *gitrepo.Caches) *Provider {
+	if caches.Git == nil {
+		caches.Git = &gitrepo.Git{}
+	}
+	return &Provider{root: caches.Root, git: caches.Git, caches: caches}
+}
+
+// Kind implements provider.Provider.
+func (p *Provider) Kind() string { return "local" }
+
+func remoteOf(c *grove.RepoCache) gitrepo.Remote {
+	return gitrepo.Remote{ID: c.Repo, URL: c.URL, Local: c.Repo.Host == gitrepo.LocalHost}
+}
+
+// CachePath implements provider.Provider.
+func (p *Provider) CachePath(repo grove.RepoID) string {
+	return gitrepo.BarePath(gitrepo.CacheDir(p.root, repo))
+}
+
+// EnsureCache implements provider.Provider.
+func (p *Provider) EnsureCache(ctx context.Context, c *grove.RepoCache, opt provider.EnsureOptions) (provider.EnsureResult, error) {
+	res, err := p.caches.Ensure(ctx, remoteOf(c), gitrepo.EnsureOptions{
+		Ref: opt.Ref, Token: opt.Token, Refresh: opt.Refresh, LastFetched: c.LastFetchedAt, Progress: opt.Progress,
+	})
+	if err != nil {
+		return provider.EnsureResult{}, err
+	}
+	return provider.EnsureResult{Cloned: res.Cloned, Fetched: res.Fetched, FetchedAt: res.FetchedAt}, nil
+}
+
+// RemoveCache implements provider.Provider.
+func (p *Provider) RemoveCache(ctx context.Context, c *grove.RepoCache) error {
+	return p.caches.Remove(ctx, c.LocalPath)
+}
+
+// ResolveCommit implements provider.Provider.
+func (p *Provider) ResolveCommit(ctx context.Context, c *grove.RepoCache, ref string) (string, error) {
+	return p.git.ResolveCommit(ctx, c.LocalPath, ref)
+}
+
+// WorkspacePath implements provider.Provider.
+func (p *Provider) WorkspacePath(c *grove.RepoCache, ws *grove.Workspace) string {
+	return filepath.Join(gitrepo.WorkspacesDir(filepath.Dir(c.LocalPath)), gitrepo.WorkspaceDirName(ws.User, ws.Scope, ws.Branch))
+}
+
+// CreateWorkspace implements provider.Provider.
+func (p *Provider) CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (string, error) {
+	return p.git.CreateWorkspace(ctx, c.LocalPath, ws.LocalPath, gitrepo.WorkspaceOptions{Branch: ws.Branch, Base: ws.BaseRef})
+}
+
+// SaveBranch implements provider.Provider.
+func (p *Provider) SaveBranch(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) error {
+	return p.git.SaveBranch(ctx, c.LocalPath, ws.LocalPath, ws.Branch)
+}
+
+// RemoveWorkspace implements provider.Provider.
+func (p *Provider) RemoveWorkspace(ctx context.Context, ws *grove.Workspace) error {
+	return p.git.RemoveWorkspace(ctx, ws.LocalPath)
+}
+
+// Exists implements provider.Provider.
+func (p *Provider) Exists(_ context.Context, ws *grove.Workspace) (bool, error) {
+	if ws.LocalPath == "" {
+		return false, nil
+	}
+	_, err := os.Stat(filepath.Join(ws.LocalPath, ".git"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Inspect implements provider.Provider.
+func (p *Provider) Inspect(ctx context.Context, ws *grove.Workspace) (provider.Info, error) {
+	dirty, err := p.git.Dirty(ctx, ws.LocalPath)
+	if err != nil {
+		return provider.Info{}, err
+	}
+	head, err := p.git.ResolveCommit(ctx, filepath.Join(ws.LocalPath, ".git"), "HEAD")
+	if err != nil {
+		return provider.Info{}, err
+	}
+	return provider.Info{Dirty: dirty, SizeBytes: gitrepo.DiskUsage(ws.LocalPath), Head: head}, nil
+}
+
+// Sandbox implements provider.Provider: the sandbox sees the workspace, the
+// cache's objects read-only (the workspace borrows them through git
+// alternates at the same absolute path), and never the workspace's git
+// configuration, hooks or alternates as writable.
+func (p *Provider) Sandbox(c *grove.RepoCache, ws *grove.Workspace) driver.Spec {
+	return driver.Spec{
+		WorkDir:        ws.LocalPath,
+		ReadOnlyPaths:  []string{gitrepo.CacheObjects(c.LocalPath)},
+		ProtectedPaths: gitrepo.Protected(ws.LocalPath),
+	}
+}
+
+func (p *Provider) files(ws *grove.Workspace) (*fsops.FS, error) {
+	if ws.LocalPath == "" {
+		return nil, grove.Errorf(grove.ErrNotSupported, "workspace %s has no local files", ws.ID)
+	}
+	return fsops.New(ws.LocalPath)
+}
+
+// ReadFile implements provider.Provider.
+func (p *Provider) ReadFile(_ context.Context, ws *grove.Workspace, path string, max int64) ([]byte, error) {
+	f, err := p.files(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadFile(path, max)
+}
+
+// WriteFile implements provider.Provider.
+func (p *Provider) WriteFile(_ context.Context, ws *grove.Workspace, path string, data []byte) error {
+	f, err := p.files(ws)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.WriteFile(path, data, 0o644)
+}
+
+// DeleteFile implements provider.Provider.
+func (p *Provider) DeleteFile(_ context.Context, ws *grove.Workspace, path string) error {
+	f, err := p.files(ws)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.DeleteFile(path)
+}
+
+// ListDir implements provider.Provider.
+func (p *Provider) ListDir(_ context.Context, ws *grove.Workspace, path string, depth int) ([]grove.DirEntry, error) {
+	f, err := p.files(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ListDir(path, depth)
+}
+
+// Search implements provider.Provider.
+func (p *Provider) Search(ctx context.Context, ws *grove.Workspace, req grove.SearchRequest) (*grove.SearchResult, error) {
+	if req.Path != "" {
+		clean, err := fsops.CleanPath(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		req.Path = clean
+	}
+	return search.Run(ctx, ws.LocalPath, req)
+}
+
+// Status implements provider.Provider.
+func (p *Provider) Status(ctx context.Context, ws *grove.Workspace) (*grove.Status, error) {
+	return p.git.Status(ctx, ws.LocalPath)
+}
+
+// Diff implements provider.Provider.
+func (p *Provider) Diff(ctx context.Context, ws *grove.Workspace, req grove.DiffRequest) (*grove.Diff, error) {
+	if err := cleanPaths(req.Paths); err != nil {
+		return nil, err
+	}
+	return p.git.Diff(ctx, ws.LocalPath, req)
+}
+
+// Log implements provider.Provider.
+func (p *Provider) Log(ctx context.Context, ws *grove.Workspace, limit int, path string) ([]grove.Commit, error) {
+	if path != "" {
+		if _, err := fsops.CleanPath(path); err != nil {
+			return nil, err
+		}
+	}
+	return p.git.Log(ctx, ws.LocalPath, limit, path)
+}
+
+// Commit implements provider.Provider.
+func (p *Provider) Commit(ctx context.Context, ws *grove.Workspace, req grove.CommitRequest) (*grove.CommitResult, error) {
+	if err := cleanPaths(req.Paths); err != nil {
+		return nil, err
+	}
+	return p.git.Commit(ctx, ws.LocalPath, req)
+}
+
+// Push implements provider.Provider: the workspace's branch goes straight to
+// the cache's remote URL with the call's token.
+func (p *Provider) Push(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest) (*grove.PushResult, error) {
+	return p.git.Push(ctx, ws.LocalPath, c.URL, ws.Branch, gitrepo.PushOptions{Token: req.Token, ForceWithLease: req.ForceWithLease})
+}
+
+func cleanPaths(paths []string) error {
+	for _, p := range paths {
+		if _, err := fsops.CleanPath(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/provider"
+)
+
+// Scan implements provider.Scanner.
+func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspaces []*grove.Workspace) (provider.ScanReport, error) {
+	var rep provider.ScanReport
+	known := make(map[string]bool, len(workspaces))
+	for _, ws := range workspaces {
+		known[filepath.Clean(ws.LocalPath)] = true
+	}
+	var dirs []string // every git directory whose locks we check
+	for _, c := range caches {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if _, err := os.Stat(c.LocalPath); errors.Is(err, fs.ErrNotExist) {
+			rep.MissingCaches = append(rep.MissingCaches, c.ID)
+			continue
+		}
+		dirs = append(dirs, c.LocalPath)
+		wsRoot := gitrepo.WorkspacesDir(filepath.Dir(c.LocalPath))
+		entries, err := os.ReadDir(wsRoot)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rep, err
+		}
+		for _, e := range entries {
+			d := filepath.Join(wsRoot, e.Name())
+			if !e.IsDir() {
+				continue
+			}
+			if known[d] {
+				dirs = append(dirs, d)
+				continue
+			}
+			rep.OrphanDirs = append(rep.OrphanDirs, d)
+		}
+	}
+	for _, d := range dirs {
+		for _, l := range gitrepo.StaleLocks(d) {
+			if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return rep, err
+			}
+			rep.RemovedLocks = append(rep.RemovedLocks, l)
+		}
+	}
+	return rep, nil
+}

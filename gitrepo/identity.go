@@ -153,7 +153,7 @@ func parseURL(s string, opt ParseOptions) (Remote, error) {
 	}
 	host := normHost(u.Scheme, u.Host)
 	id := foldGitHub(grove.RepoID{Host: host, Owner: owner, Name: name}, opt)
-	clean := url.URL{Scheme: u.Scheme, Host: strings.ToLower(u.Host), Path: "/" + owner + "/" + name + ".git"}
+	clean := url.URL{Scheme: u.Scheme, Host: host, Path: "/" + owner + "/" + name + ".git"}
 	if u.User != nil {
 		clean.User = url.User(u.User.Username())
 	}

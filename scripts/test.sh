@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it can, then vet, format, staticcheck,
+# race-enabled tests, and a short run of every fuzz target.
+#
+#   ./scripts/test.sh              everything
+#   FUZZTIME=0 ./scripts/test.sh   skip fuzzing
+#
+# Tests that need bubblewrap, ripgrep, Docker, Postgres or Redis skip when
+# the component is missing, unless GROVE_TEST_REQUIRE names it (CI does).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v git >/dev/null || need+=(git)
+command -v rg >/dev/null || need+=(ripgrep)
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v fdfind >/dev/null || need+=(fd-find)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+if ((${#need[@]})); then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing: ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "missing (tests needing them will skip): ${need[*]}" >&2
+  fi
+fi
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+fuzztime=${FUZZTIME:-4s}
+if [ "$fuzztime" != 0 ]; then
+  echo "== fuzz ($fuzztime each)"
+  git grep -l '^func Fuzz' -- '*_test.go' | while read -r file; do
+    pkg=./$(dirname "$file")
+    for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+      echo "-- $pkg $fn"
+      go test -run='^$' -fuzz="^${fn}\$" -fuzztime="$fuzztime" "$pkg" >/dev/null
+    done
+  done
+fi
+echo "all checks passed"

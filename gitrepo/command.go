@@ -218,7 +218,7 @@ func classify(stderr string) error {
 	case has("repository not found", "does not appear to be a git repository", "unknown revision",
 		"couldn't find remote ref", "not a valid object name", "bad revision", "invalid reference",
 		"not a git repository", "returned error: 404", "no such ref", "not our ref",
-		"upload-pack: not our ref", "needed a single revision", "bad object"):
+		"needed a single revision", "bad object", "does not exist"):
 		return grove.ErrNotFound
 	case has("could not resolve host", "connection refused", "connection timed out", "timed out",
 		"unable to access", "failed to connect", "network is unreachable", "could not connect",

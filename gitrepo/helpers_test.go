@@ -121,3 +121,5 @@ func cacheFor(t testing.TB, src string) (*Caches, Remote, string) {
 	}
 	return c, remote, res.Path
 }
+
+func testCtxBackground() context.Context { return context.Background() }

@@ -275,15 +275,18 @@ func (g *Git) Push(ctx context.Context, dir, remoteURL, branch string, opt PushO
 	args := []string{"push", "--porcelain", "--no-verify"}
 	if opt.Progress != nil {
 		args = append(args, "--progress")
-	} else {
-		args = append(args, "--quiet")
-	}
+	} // never --quiet: it silences the porcelain report too
 	if opt.ForceWithLease {
 		expect, err := g.ResolveCommit(ctx, dir+"/.git", "refs/remotes/origin/"+branch)
 		if err != nil && !errors.Is(err, grove.ErrNotFound) {
 			return nil, err
 		}
 		args = append(args, "--force-with-lease="+ref+":"+expect)
+	}
+	if isLocalURL(remoteURL) {
+		// git clears GIT_CONFIG_COUNT for the receive-pack it starts on a
+		// local repository, whose hooks would then run on the host.
+		args = append(args, "--receive-pack=git -c core.hooksPath=/dev/null receive-pack")
 	}
 	args = append(args, "--", remoteURL, ref+":"+ref)
 	out, runErr := g.run(ctx, call{args: args, dir: dir, env: env, token: opt.Token, progress: opt.Progress})
@@ -318,6 +321,11 @@ func parsePushPorcelain(out []byte, ref string) (flag byte, summary string, foun
 		}
 	}
 	return 0, "", false
+}
+
+// isLocalURL reports whether git reaches u through its local transport.
+func isLocalURL(u string) bool {
+	return strings.HasPrefix(u, "/") || strings.HasPrefix(u, "file://") || (!strings.Contains(u, "://") && !isSCP(u))
 }
 
 // checkPushURL refuses URLs that carry credentials or could be read as

@@ -123,19 +123,22 @@ func (f *FS) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	exists := false
 	switch fi, err := f.root.Lstat(rel); {
 	case err == nil && fi.IsDir():
 		return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
 	case err == nil && fi.Mode().IsRegular():
-		perm = fi.Mode().Perm()
+		perm, exists = fi.Mode().Perm(), true
 	case err == nil:
 		return grove.Errorf(grove.ErrInvalid, "%s is not a regular file", rel)
 	case !errors.Is(err, fs.ErrNotExist):
 		return mapErr("write", rel, err)
 	}
 	dir := path.Dir(rel)
-	if err := f.root.MkdirAll(dir, 0o755); err != nil {
-		return mapErr("write", dir, err)
+	if !exists {
+		if err := f.root.MkdirAll(dir, 0o755); err != nil {
+			return mapErr("write", dir, err)
+		}
 	}
 	tmp, err := f.writeTemp(dir, data, perm)
 	if err != nil {

@@ -38,9 +38,9 @@ type box struct {
 	stopped map[string]bool // workspaces hibernated by Stop
 }
 
-func newBox(user, project string) *box {
+func newBox(user, project string, network driver.NetworkMode) *box {
 	return &box{
-		name: ContainerName(user, project), user: user, project: project,
+		name: ContainerName(user, project, network), user: user, project: project,
 		specs: map[string]driver.Spec{}, stopped: map[string]bool{},
 	}
 }
@@ -152,14 +152,21 @@ func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container
 		secs := int64(lim.CPUTime.Seconds() + 0.999)
 		ulimits = append(ulimits, &units.Ulimit{Name: "cpu", Soft: secs, Hard: secs})
 	}
-	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", DefaultTmpfsSize)
+	tmpfs := fmt.Sprintf("rw,nosuid,nodev,size=%d", DefaultTmpfsSize)
+	uid, gid, _ := strings.Cut(d.user, ":")
+	if gid == "" {
+		gid = uid
+	}
+	// HOME belongs to the command user: a mode alone is not applied where
+	// the image already has the directory.
+	home := fmt.Sprintf("%s,uid=%s,gid=%s,mode=0700", tmpfs, uid, gid)
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(networkMode(first.Network)),
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges:true"},
 		IpcMode:        container.IPCModePrivate,
-		Tmpfs:          map[string]string{"/tmp": tmpfs, "/home/agent": tmpfs},
+		Tmpfs:          map[string]string{"/tmp": tmpfs + ",mode=1777", "/home/agent": home},
 		Mounts:         mounts,
 		Resources: container.Resources{
 			Memory:     mem,
@@ -282,7 +289,10 @@ func (d *Driver) adopt(ctx context.Context) error {
 		if err := json.Unmarshal([]byte(c.Labels[LabelSpecs]), &specs); err != nil {
 			continue // not ours to understand; Reconcile reports it
 		}
-		b := newBox(c.Labels[LabelUser], c.Labels[LabelProject])
+		if len(specs) == 0 {
+			continue
+		}
+		b := newBox(c.Labels[LabelUser], c.Labels[LabelProject], specs[0].Network)
 		b.id = c.ID
 		b.running = c.State == "running"
 		for _, s := range specs {

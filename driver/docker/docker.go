@@ -1,6 +1,6 @@
 // Package docker is the runtime driver over the Docker Engine API.
 //
-// One long-lived container runs per (user, project); every workspace of that
+// One long-lived container runs per (user, project) and network mode; every workspace of that
 // pair is bind-mounted into it at its host path, so agents on several
 // branches of a project share one container and never wait for each other.
 // Another user's or project's workspaces are never mounted. Because bind
@@ -145,12 +145,17 @@ func (d *Driver) Capabilities() driver.Capabilities {
 	}
 }
 
-// ContainerName is the name of the container of a (user, project) pair. It
-// is a hash so that user and project names need no escaping and do not show
-// in `docker ps`.
-func ContainerName(user, project string) string {
+// ContainerName is the name of the container of a (user, project) pair and
+// network mode. The network is part of the key because Docker fixes it per
+// container: a project's analysis workspaces (network none) and its edit
+// workspaces (network default) get a container each. The hash keeps user
+// and project names out of `docker ps` and needs no escaping.
+func ContainerName(user, project string, network driver.NetworkMode) string {
+	if network == "" {
+		network = driver.NetworkNone
+	}
 	sum := sha256.Sum256([]byte(user + "\x00" + project))
-	return "grove-" + hex.EncodeToString(sum[:8])
+	return "grove-" + hex.EncodeToString(sum[:8]) + "-" + string(network)
 }
 
 // drain reads r to the end so HTTP connections are reused.

@@ -44,13 +44,14 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	if err != nil {
 		return nil, err
 	}
-	if d.ro && req.Class.Mutating() {
+	mutating := req.Class == "" || req.Class.Mutating()
+	if d.ro && mutating {
 		return nil, grove.Errorf(grove.ErrRejected, "%s commands are not allowed on this runtime", classOf(req))
 	}
 	b.mu.Lock()
 	spec := b.specs[workspaceID]
 	b.mu.Unlock()
-	if !spec.Writable && req.Class.Mutating() {
+	if !spec.Writable && mutating {
 		return nil, grove.Errorf(grove.ErrRejected, "%s commands are not allowed on a read-only workspace", classOf(req))
 	}
 	argv, err := commandLine(req)
@@ -64,6 +65,9 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	env, err := requestEnv(req.Env)
 	if err != nil {
 		return nil, err
+	}
+	if req.Timeout < 0 || req.MaxOutput < 0 {
+		return nil, grove.Errorf(grove.ErrInvalid, "negative timeout or output cap")
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -158,7 +162,7 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 		d.killExec(created.ID)
 		return res, emitErr.err
 	}
-	code, err := d.exitCode(created.ID)
+	code, pid, err := d.exitCode(created.ID)
 	res.Duration = time.Since(start)
 	if err != nil {
 		return res, d.execErr(ctx, err)
@@ -169,6 +173,7 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	// that merely exits with those codes.
 	if hostTimedOut || ((code == 124 || code == 137) && res.Duration >= timeout) {
 		res.TimedOut, res.ExitCode = true, 124
+		reapGroup(pid)
 	}
 	return res, nil
 }
@@ -269,23 +274,43 @@ func (d *Driver) killExec(execID string) {
 	}
 }
 
-func (d *Driver) exitCode(execID string) (int, error) {
+// exitCode waits for the engine to record an exec's exit and returns its
+// code and (host) pid.
+func (d *Driver) exitCode(execID string) (code, pid int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
 		ins, err := d.cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if !ins.Running {
-			return ins.ExitCode, nil
+			return ins.ExitCode, ins.Pid, nil
 		}
 		// The output can end a moment before the engine records the exit.
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-time.After(2 * time.Millisecond):
 		}
+	}
+}
+
+// reapGroup makes sure a timed-out command's process group is gone before
+// the result is returned: timeout signals the group but does not wait for
+// it, and until init reaps them the dying processes still count against the
+// container's pids limit (the next command of the container would fail to
+// fork).
+func reapGroup(pid int) {
+	if pid <= 0 {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		if syscall.Kill(-pid, 0) != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -53,15 +53,22 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
-	name := ContainerName(spec.User, spec.Project)
+	name := ContainerName(spec.User, spec.Project, spec.Network)
 	d.mu.Lock()
 	if o := d.owners[spec.WorkspaceID]; o != nil && o.name != name {
 		d.mu.Unlock()
-		return nil, grove.Errorf(grove.ErrConflict, "workspace %s belongs to another user or project", spec.WorkspaceID)
+		if o.user != spec.User || o.project != spec.Project {
+			return nil, grove.Errorf(grove.ErrConflict, "workspace %s belongs to another user or project", spec.WorkspaceID)
+		}
+		// A new network mode: the workspace moves to that mode's container.
+		if err := d.Destroy(ctx, spec.WorkspaceID); err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
 	}
 	b := d.boxes[name]
 	if b == nil {
-		b = newBox(spec.User, spec.Project)
+		b = newBox(spec.User, spec.Project, spec.Network)
 		d.boxes[name] = b
 	}
 	d.mu.Unlock()
@@ -73,10 +80,9 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	same := exists && reflect.DeepEqual(old, spec) && b.id != ""
 	var conflict error
 	for id, s := range b.specs {
-		if id != spec.WorkspaceID && (s.Network != spec.Network || s.Image != spec.Image) {
+		if id != spec.WorkspaceID && s.Image != spec.Image {
 			conflict = grove.Errorf(grove.ErrConflict,
-				"workspace %s wants network %q image %q but its project's container runs network %q image %q",
-				spec.WorkspaceID, spec.Network, spec.Image, s.Network, s.Image)
+				"workspace %s wants image %q but its project's container runs %q", spec.WorkspaceID, spec.Image, s.Image)
 		}
 	}
 	specs := maps.Clone(b.specs)

@@ -1,0 +1,98 @@
+package docker_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/docker"
+	"github.com/grove-dev/grove/driver/drivertest"
+	agentsandbox "github.com/grove-dev/grove/images/agent-sandbox"
+	"github.com/grove-dev/grove/internal/testenv"
+)
+
+// engine returns a client of a pingable engine, with the agent image built
+// (once per machine: later runs find it by tag), or skips/fails the test
+// through testenv.
+var engineOnce struct {
+	sync.Once
+	cli *client.Client
+	err string
+}
+
+func engine(t testing.TB) *client.Client {
+	t.Helper()
+	engineOnce.Do(func() {
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			engineOnce.err = err.Error()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := cli.Ping(ctx); err != nil {
+			engineOnce.err = "docker engine not reachable: " + err.Error()
+			return
+		}
+		// Building takes about a minute on a cold cache and nothing when
+		// the tag exists.
+		bctx, bcancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer bcancel()
+		if _, err := docker.EnsureImage(bctx, cli, agentsandbox.Full, os.Stderr); err != nil {
+			engineOnce.err = "agent image: " + err.Error()
+			return
+		}
+		engineOnce.cli = cli
+	})
+	testenv.Require(t, "docker", engineOnce.cli != nil, engineOnce.err)
+	return engineOnce.cli
+}
+
+func newDriver(t testing.TB, opts docker.Options) *docker.Driver {
+	t.Helper()
+	opts.Client = engine(t)
+	d, err := docker.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// agentUID is the uid commands run as when the test runs as root; test
+// workspaces are handed to it, as a non-root server's would belong to the
+// server's own uid.
+func ownForAgent(t testing.TB, d *docker.Driver, dir string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return
+	}
+	if err := os.Chown(dir, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// project gives each test its own (user, project) pair, so a test's
+// containers are its own even when cases run in parallel.
+func project(t testing.TB) string {
+	sum := sha256.Sum256([]byte(t.Name()))
+	return "proj-" + hex.EncodeToString(sum[:6])
+}
+
+func TestConformance(t *testing.T) {
+	engine(t)
+	drivertest.Run(t, drivertest.Harness{
+		New: func(t *testing.T) driver.Driver { return newDriver(t, docker.Options{}) },
+		Spec: func(t *testing.T, dir string) driver.Spec {
+			ownForAgent(t, nil, dir)
+			return driver.Spec{User: "conformance", Project: project(t)}
+		},
+		Restricted: func(t *testing.T) driver.Driver { return newDriver(t, docker.Options{ReadOnly: true}) },
+	})
+}

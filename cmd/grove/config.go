@@ -12,17 +12,17 @@ import (
 // config is the effective configuration: flags override the environment,
 // which overrides the defaults.
 type config struct {
-	Root             string        // GROVE_ROOT: data root (store, caches, workspaces)
-	Runtime          string        // GROVE_RUNTIME: bwrap | subprocess | docker; "" picks bwrap where available
-	AllowUnisolated  bool          // GROVE_ALLOW_UNISOLATED: writable workspaces on an unisolated runtime
-	Network          string        // GROVE_NETWORK: none | limited | default
-	Freshness        time.Duration // GROVE_FETCH_FRESHNESS: how long a fetch stays fresh
-	BaseURL          string        // GITHUB_BASE_URL: GitHub (Enterprise) base URL
-	User             string        // GROVE_USER: the acting user for in-process commands
-	AuthorName       string        // GROVE_AUTHOR_NAME: commit identity
-	AuthorEmail      string        // GROVE_AUTHOR_EMAIL
-	JSON             bool
-	Quiet            bool
+	Root            string        // GROVE_ROOT: data root (store, caches, workspaces)
+	Runtime         string        // GROVE_RUNTIME: bwrap | subprocess | docker; "" picks bwrap where available
+	AllowUnisolated bool          // GROVE_ALLOW_UNISOLATED: writable workspaces on an unisolated runtime
+	Network         string        // GROVE_NETWORK: none | limited | default
+	Freshness       time.Duration // GROVE_FETCH_FRESHNESS: how long a fetch stays fresh
+	BaseURL         string        // GITHUB_BASE_URL: GitHub (Enterprise) base URL
+	User            string        // GROVE_USER: the acting user for in-process commands
+	AuthorName      string        // GROVE_AUTHOR_NAME: commit identity
+	AuthorEmail     string        // GROVE_AUTHOR_EMAIL
+	JSON            bool
+	Quiet           bool
 }
 
 func defaultRoot() string {

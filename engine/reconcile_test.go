@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/grove-dev/grove"
+)
+
+func TestReconcileReportsAndNeverDeletesSilently(t *testing.T) {
+	f := newFixture(t)
+	src := sourceRepo(t)
+	gone, _, err := f.eng.Acquire(bg, editReq(src, "gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _, err := f.eng.Acquire(bg, editReq(src, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash leaves: a row without files, an orphan directory holding
+	// someone's work, and a stale index.lock.
+	if err := os.RemoveAll(gone.LocalPath); err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(filepath.Dir(live.LocalPath), "bob_conv_orphan")
+	write(t, filepath.Join(orphan, "only-copy.txt"), "work")
+	lock := filepath.Join(live.LocalPath, ".git", "index.lock")
+	write(t, lock, "")
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(lock, old, old)
+
+	rep, err := f.eng.Reconcile(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.BrokenWorkspaces, gone.ID) {
+		t.Errorf("row without directory not reported: %+v", rep)
+	}
+	if !slices.Contains(rep.OrphanDirs, orphan) {
+		t.Errorf("orphan directory not reported: %+v", rep)
+	}
+	if !slices.Contains(rep.RemovedLocks, lock) {
+		t.Errorf("stale lock not reported: %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(orphan, "only-copy.txt")); err != nil {
+		t.Fatalf("orphan directory was deleted: %v", err)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Fatalf("stale lock still present: %v", err)
+	}
+	rec, err := f.eng.Get(bg, gone.ID)
+	if err != nil || rec.State != grove.WorkspaceBroken {
+		t.Fatalf("broken workspace record: %v %+v", err, rec)
+	}
+	// The next acquire of that key rebuilds it in place.
+	again, _, err := f.eng.Acquire(bg, editReq(src, "gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != gone.ID || again.State != grove.WorkspaceReady {
+		t.Fatalf("rebuild: %+v", again)
+	}
+	if _, err := os.Stat(filepath.Join(gone.LocalPath, "README.md")); err != nil {
+		t.Fatalf("rebuilt workspace has no files: %v", err)
+	}
+	// A second pass finds nothing new but the orphan, which stays reported.
+	rep, err = f.eng.Reconcile(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.BrokenWorkspaces)+len(rep.RemovedLocks) != 0 || len(rep.OrphanDirs) != 1 {
+		t.Fatalf("second reconcile: %+v", rep)
+	}
+}

@@ -1,0 +1,306 @@
+// Package bwrap is the runtime driver that runs each command in a fresh
+// bubblewrap sandbox: new user, pid, ipc, uts and (by default) network
+// namespaces, system directories read-only, a private /tmp, the workspace
+// the only writable host tree, a clean environment and resource limits.
+//
+// # Workspace isolation
+//
+// Grove's local workspaces are per-workspace git repositories that borrow
+// the repo cache's objects read-only through git alternates (see
+// DESIGN.md §3), not worktrees of the cache: a worktree's .git points into
+// the cache's shared, writable ref and object store, which a sandbox would
+// have to expose. With a repository of its own, a workspace's sandbox
+// binds the workspace read-write, the cache's object directory read-only
+// (Spec.ReadOnlyPaths), and nothing of any other workspace. `git commit`
+// writes new objects and refs into the workspace's own .git.
+//
+// What host-side git later reads from the workspace's .git must not be
+// plantable from inside: Spec.ProtectedPaths (.git/config, .git/hooks,
+// .git/objects/info/alternates) are bound read-only over themselves, and
+// every directory between the workspace root and a protected path is bound
+// over itself too. A bind mount point cannot be renamed or removed, so a
+// command cannot sidestep a protected file by moving its parent away
+// (`mv .git .git.old && mkdir .git`) and planting a fresh one.
+//
+// # Resource limits
+//
+// Limits are applied without an extra process in the launch path: bwrap
+// is started with --block-fd and --info-fd; once it reports the sandbox's
+// pid, the driver sets RLIMIT_NPROC, RLIMIT_FSIZE and RLIMIT_CPU on it with
+// prlimit(2) (and, when it runs as root, moves it into a fresh pids cgroup),
+// then unblocks it. Every process of the command descends from it.
+//
+// RLIMIT_NPROC counts the processes of one user in one user namespace
+// (Linux ≥ 5.14 accounts it per namespace), so with a new user namespace
+// per command it bounds exactly that command's processes. The kernel
+// exempts real uid 0 from RLIMIT_NPROC, however, so when Grove runs as
+// root the process limit is enforced by a pids cgroup instead; without a
+// writable pids cgroup a root process cannot bound processes, and
+// Capabilities reports Limits=false.
+package bwrap
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/internal/procexec"
+)
+
+// Kind is the driver's name.
+const Kind = "bwrap"
+
+// Default limits, applied when a Spec leaves a limit zero. No CPU-time
+// limit by default: the command timeout bounds wall time already.
+const (
+	DefaultProcesses = 512
+	DefaultFileSize  = 1 << 30
+)
+
+// Options configure a Driver.
+type Options struct {
+	// Binary is the bwrap executable; empty looks "bwrap" up on PATH.
+	Binary string
+	// PidsCgroup is a directory in a pids cgroup hierarchy (v1 or v2)
+	// where the driver may create one child cgroup per command. Empty
+	// means: when running as root, try /sys/fs/cgroup/pids (v1) and
+	// /sys/fs/cgroup (v2). It is only needed as root, where RLIMIT_NPROC
+	// does not apply.
+	PidsCgroup string
+}
+
+// Driver runs commands in bubblewrap sandboxes.
+type Driver struct {
+	bin    string
+	shell  string // bash, or sh where bash is absent
+	pids   *pidsCgroup
+	nproc  bool // whether a process limit can be enforced at all
+	mounts []string
+
+	mu       sync.Mutex
+	runtimes map[string]*runtime
+}
+
+type runtime struct {
+	spec  driver.Spec
+	state driver.State
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Available reports whether a bwrap binary is on PATH.
+func Available() bool {
+	_, err := exec.LookPath("bwrap")
+	return err == nil
+}
+
+// New returns a bwrap driver, or an error wrapping grove.ErrNotInstalled
+// when bwrap is absent.
+func New(opt Options) (*Driver, error) {
+	bin := opt.Binary
+	if bin == "" {
+		bin = "bwrap"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, grove.Errorf(grove.ErrNotInstalled, "bwrap: bubblewrap is not installed (Debian package bubblewrap)")
+	}
+	d := &Driver{bin: path, shell: "sh", runtimes: map[string]*runtime{}}
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		d.shell = "bash"
+	}
+	d.mounts = systemMounts()
+	d.nproc = os.Geteuid() != 0
+	if os.Geteuid() == 0 {
+		d.pids = findPidsCgroup(opt.PidsCgroup)
+		d.nproc = d.pids != nil
+	}
+	return d, nil
+}
+
+// Kind implements driver.Driver.
+func (d *Driver) Kind() string { return Kind }
+
+// Capabilities implements driver.Driver.
+func (d *Driver) Capabilities() driver.Capabilities {
+	return driver.Capabilities{
+		Isolated:      true,
+		AllowMutating: true,
+		Network:       []driver.NetworkMode{driver.NetworkNone, driver.NetworkDefault},
+		Limits:        d.nproc,
+		Streaming:     true,
+	}
+}
+
+// Create implements driver.Driver. A runtime is only a recorded spec: each
+// command gets its own sandbox, so there is nothing to start.
+func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rt, ok := d.runtimes[spec.WorkspaceID]
+	if !ok {
+		rt = &runtime{spec: spec, state: driver.StateRunning}
+		d.runtimes[spec.WorkspaceID] = rt
+	}
+	return view(spec.WorkspaceID, rt), nil
+}
+
+func checkSpec(spec driver.Spec) error {
+	if spec.WorkspaceID == "" {
+		return grove.Errorf(grove.ErrInvalid, "bwrap: empty workspace id")
+	}
+	if !filepath.IsAbs(spec.WorkDir) || filepath.Clean(spec.WorkDir) == "/" {
+		return grove.Errorf(grove.ErrInvalid, "bwrap: workspace directory must be an absolute host path")
+	}
+	if st, err := os.Stat(spec.WorkDir); err != nil || !st.IsDir() {
+		return grove.Errorf(grove.ErrNotFound, "bwrap: workspace directory does not exist")
+	}
+	switch spec.Network {
+	case "", driver.NetworkNone, driver.NetworkDefault:
+	default:
+		return grove.Errorf(grove.ErrNotSupported, "bwrap: network mode %q", spec.Network)
+	}
+	for _, p := range spec.ReadOnlyPaths {
+		if !filepath.IsAbs(p) {
+			return grove.Errorf(grove.ErrInvalid, "bwrap: read-only path %q is not absolute", p)
+		}
+	}
+	for _, p := range spec.ProtectedPaths {
+		if !filepath.IsAbs(p) || !strings.HasPrefix(filepath.Clean(p), filepath.Clean(spec.WorkDir)+"/") {
+			return grove.Errorf(grove.ErrInvalid, "bwrap: protected path %q is not inside the workspace", p)
+		}
+	}
+	l := spec.Limits
+	if l.Processes < 0 || l.FileSize < 0 || l.CPUTime < 0 {
+		return grove.Errorf(grove.ErrInvalid, "bwrap: negative limit")
+	}
+	return nil
+}
+
+func view(id string, rt *runtime) *driver.Runtime {
+	return &driver.Runtime{WorkspaceID: id, Kind: Kind, State: rt.state, Spec: rt.spec}
+}
+
+func (d *Driver) lookup(id string) (*runtime, error) {
+	rt, ok := d.runtimes[id]
+	if !ok {
+		return nil, grove.Errorf(grove.ErrNotFound, "bwrap: no runtime for workspace %q", id)
+	}
+	return rt, nil
+}
+
+// Get implements driver.Driver.
+func (d *Driver) Get(ctx context.Context, workspaceID string) (*driver.Runtime, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rt, err := d.lookup(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return view(workspaceID, rt), nil
+}
+
+// Start implements driver.Driver.
+func (d *Driver) Start(ctx context.Context, workspaceID string) error {
+	return d.setState(workspaceID, driver.StateRunning)
+}
+
+// Stop implements driver.Driver. Sandboxes live only as long as their
+// command, so stopping only records the state.
+func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
+	return d.setState(workspaceID, driver.StateStopped)
+}
+
+func (d *Driver) setState(id string, s driver.State) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rt, err := d.lookup(id)
+	if err != nil {
+		return err
+	}
+	rt.state = s
+	return nil
+}
+
+// Destroy implements driver.Driver; the workspace's files stay.
+func (d *Driver) Destroy(ctx context.Context, workspaceID string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.runtimes, workspaceID)
+	return nil
+}
+
+// Exec implements driver.Driver.
+func (d *Driver) Exec(ctx context.Context, workspaceID string, req grove.ExecRequest) (*grove.ExecResult, error) {
+	return d.ExecStream(ctx, workspaceID, req, nil)
+}
+
+// ExecStream implements driver.Driver. Only output under the cap is
+// emitted; the rest is counted in the result.
+func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.ExecRequest, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
+	timeout, maxOutput, err := procexec.Validate(req)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	rt, err := d.lookup(workspaceID)
+	var spec driver.Spec
+	if err == nil {
+		rt.state = driver.StateRunning
+		spec = rt.spec
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := procexec.ResolveDir(spec.WorkDir, req.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureProtected(spec); err != nil {
+		return nil, err
+	}
+	l := limitsOf(spec.Limits)
+	argv := req.Argv
+	if req.Shell != "" {
+		argv = []string{d.shell, "-c", req.Shell}
+	}
+	args := d.args(spec, dir, procexec.Env(sandboxHome, req.Env), argv)
+	res, err := d.run(ctx, args, l, procexec.Params{
+		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mapExecFailure(res)
+	return res, nil
+}
+
+// ensureProtected makes sure every protected path exists before the
+// sandbox starts: one that is missing could otherwise be created from
+// inside (a hooks directory with a pre-commit hook). A missing one is
+// created as an empty directory, read-only to the sandbox.
+func ensureProtected(spec driver.Spec) error {
+	for _, p := range spec.ProtectedPaths {
+		if st, err := os.Lstat(p); err == nil {
+			if st.Mode()&os.ModeSymlink != 0 {
+				// bwrap would follow it and bind whatever it names.
+				return grove.Errorf(grove.ErrInvalid, "bwrap: protected path %s is a symlink", filepath.Base(p))
+			}
+			continue
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("bwrap: protected path: %w", err)
+		}
+	}
+	return nil
+}

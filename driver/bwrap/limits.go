@@ -1,0 +1,147 @@
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/internal/procexec"
+)
+
+// limits are the effective limits of one command.
+type limits struct {
+	processes int
+	fileSize  int64
+	cpu       time.Duration // 0: none
+}
+
+func limitsOf(l driver.Limits) limits {
+	out := limits{processes: l.Processes, fileSize: l.FileSize, cpu: l.CPUTime}
+	if out.processes == 0 {
+		out.processes = DefaultProcesses
+	}
+	if out.fileSize == 0 {
+		out.fileSize = DefaultFileSize
+	}
+	return out
+}
+
+// infoTimeout bounds the wait for bwrap to report its sandbox's pid.
+const infoTimeout = 10 * time.Second
+
+// run starts bwrap blocked (--block-fd), applies the limits to the sandbox
+// process it reports (--info-fd), then lets it run.
+func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Params) (*grove.ExecResult, error) {
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("bwrap: %w", err)
+	}
+	defer blockW.Close()
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		blockR.Close()
+		return nil, fmt.Errorf("bwrap: %w", err)
+	}
+	defer infoR.Close()
+
+	// ExtraFiles become fds 3 and 4 in bwrap.
+	full := append([]string{d.bin, "--block-fd", "3", "--info-fd", "4"}, args...)
+	cmd := &exec.Cmd{Path: d.bin, Args: full, Env: []string{}, ExtraFiles: []*os.File{blockR, infoW}}
+
+	var cg *cgroup
+	p.Started = func(int) error {
+		blockR.Close()
+		infoW.Close()
+		pid, err := sandboxPid(infoR)
+		if err != nil {
+			// bwrap failed before creating the sandbox; its exit status
+			// and stderr tell why, so let Run collect them.
+			return nil
+		}
+		if d.pids != nil {
+			if cg, err = d.pids.enter(pid, l.processes); err != nil {
+				return err
+			}
+		}
+		if err := setLimits(pid, l); err != nil {
+			return err
+		}
+		_, err = blockW.Write([]byte{1})
+		return err
+	}
+	res, err := procexec.Run(ctx, cmd, p)
+	if cg != nil {
+		cg.remove()
+	}
+	if err != nil {
+		blockR.Close()
+		infoW.Close()
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return nil, grove.Errorf(grove.ErrNotInstalled, "bwrap: %v", err)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// sandboxPid reads the child pid from bwrap's --info-fd JSON.
+func sandboxPid(r *os.File) (int, error) {
+	_ = r.SetReadDeadline(time.Now().Add(infoTimeout))
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		return 0, err
+	}
+	if info.ChildPid <= 0 {
+		return 0, errors.New("bwrap reported no child pid")
+	}
+	return info.ChildPid, nil
+}
+
+// setLimits sets hard and soft limits on the (still blocked) sandbox
+// process; everything the command starts inherits them.
+func setLimits(pid int, l limits) error {
+	set := func(res int, v uint64) error {
+		if err := prlimit(pid, res, v); err != nil {
+			return fmt.Errorf("bwrap: prlimit: %w", err)
+		}
+		return nil
+	}
+	if err := set(rlimitNproc, uint64(l.processes)); err != nil {
+		return err
+	}
+	if err := set(syscall.RLIMIT_FSIZE, uint64(l.fileSize)); err != nil {
+		return err
+	}
+	if l.cpu > 0 {
+		secs := uint64((l.cpu + time.Second - 1) / time.Second)
+		if err := set(syscall.RLIMIT_CPU, secs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rlimitNproc is RLIMIT_NPROC, which package syscall does not name.
+const rlimitNproc = 6
+
+// prlimit sets soft and hard limit res of another process. Package
+// syscall only sets the calling process's limits; this avoids a
+// golang.org/x/sys dependency for one system call.
+func prlimit(pid, res int, v uint64) error {
+	lim := syscall.Rlimit{Cur: v, Max: v}
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

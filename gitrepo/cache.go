@@ -84,7 +84,10 @@ func (c *Caches) Ensure(ctx context.Context, remote Remote, opt EnsureOptions) (
 		return EnsureResult{}, grove.Errorf(grove.ErrInvalid, "remote has no usable URL")
 	}
 	g := c.git()
-	bare := c.Path(remote)
+	bare, err := filepath.Abs(c.Path(remote))
+	if err != nil {
+		return EnsureResult{}, grove.Errorf(grove.ErrInvalid, "repos root: %v", err)
+	}
 	res := EnsureResult{Path: bare}
 
 	if _, err := os.Stat(filepath.Join(bare, "HEAD")); errors.Is(err, os.ErrNotExist) {
@@ -127,7 +130,6 @@ func (c *Caches) Ensure(ctx context.Context, remote Remote, opt EnsureOptions) (
 	if !need {
 		return res, nil
 	}
-	var err error
 	if opt.Ref == "" {
 		err = c.fetchAll(ctx, bare, opt)
 	} else {

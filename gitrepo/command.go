@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,11 @@ func (g *Git) run(ctx context.Context, c call) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, path, c.args...)
 	cmd.Dir = c.dir
 	cmd.Env = append(g.environ(c.token), c.env...)
+	if c.dir != "" && !hasEnv(c.env, "GIT_DIR") {
+		// Calls without an explicit repository (clone) must not discover
+		// one above their working directory and read its config.
+		cmd.Env = append(cmd.Env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(c.dir))
+	}
 	cmd.Stdin = c.stdin
 	setProcessGroup(cmd)
 	cmd.WaitDelay = 5 * time.Second
@@ -320,6 +326,15 @@ func (l *lineRedactor) flush() {
 		_, _ = io.WriteString(l.w, l.red.redact(string(l.buf)))
 		l.buf = nil
 	}
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // bareEnv points git at a bare repository explicitly, so a missing or

@@ -46,6 +46,14 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 			return "", err
 		}
 	}
+	// Absolute paths: the alternates file and origin URL record them, and
+	// a sandbox mounts them at the same place.
+	if barePath, err = filepath.Abs(barePath); err != nil {
+		return "", grove.Errorf(grove.ErrInvalid, "cache path: %v", err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", grove.Errorf(grove.ErrInvalid, "workspace path: %v", err)
+	}
 	if _, err := os.Lstat(dir); err == nil {
 		return "", grove.Errorf(grove.ErrConflict, "workspace directory %s already exists", filepath.Base(dir))
 	}

@@ -17,6 +17,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -41,6 +42,7 @@ type Store struct {
 	q      querier       // db, or tx inside a transaction
 	tx     *sql.Tx       // nil outside a transaction
 	depth  int           // savepoint nesting inside tx
+	byKey  *sql.Stmt     // GetWorkspaceByKey, prepared once
 }
 
 // querier is what *sql.DB and *sql.Tx have in common.
@@ -83,7 +85,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, writer: make(chan struct{}, 1), q: db}, nil
+	byKey, err := db.PrepareContext(ctx, selectWorkspace+` WHERE ws_key = ?`)
+	if err != nil {
+		db.Close()
+		return nil, dbError(ctx, err, "sqlite store: prepare", nil)
+	}
+	return &Store{db: db, writer: make(chan struct{}, 1), q: db, byKey: byKey}, nil
 }
 
 // dsn builds the connection string. Every pooled connection runs these
@@ -116,7 +123,7 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return grove.Errorf(grove.ErrInvalid, "sqlite store: Close inside Tx")
 	}
-	return s.db.Close()
+	return errors.Join(s.byKey.Close(), s.db.Close())
 }
 
 func (s *Store) lockWriter(ctx context.Context) error {
@@ -166,7 +173,7 @@ func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.St
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(ctx, &Store{db: s.db, writer: s.writer, q: tx, tx: tx}); err != nil {
+	if err := fn(ctx, s.inTx(tx, 0)); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -176,12 +183,20 @@ func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.St
 	return nil
 }
 
+// inTx is the view of s that fn gets: the same database, working
+// through tx.
+func (s *Store) inTx(tx *sql.Tx, depth int) *Store {
+	v := *s
+	v.q, v.tx, v.depth = tx, tx, depth
+	return &v
+}
+
 func (s *Store) savepoint(ctx context.Context, fn func(ctx context.Context, tx store.Store) error) error {
 	name := fmt.Sprintf("grove_sp%d", s.depth+1)
 	if _, err := s.tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return dbError(ctx, err, "savepoint", nil)
 	}
-	if err := fn(ctx, &Store{db: s.db, writer: s.writer, q: s.tx, tx: s.tx, depth: s.depth + 1}); err != nil {
+	if err := fn(ctx, s.inTx(s.tx, s.depth+1)); err != nil {
 		// ROLLBACK TO keeps the savepoint open; RELEASE closes it.
 		if _, rbErr := s.tx.ExecContext(ctx, "ROLLBACK TO "+name+"; RELEASE "+name); rbErr != nil {
 			// The enclosing transaction is now unusable and will fail

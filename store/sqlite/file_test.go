@@ -120,6 +120,9 @@ func TestTwoStoresOneFile(t *testing.T) {
 					if err != nil {
 						return err
 					}
+					// Widen the window between read and write so the
+					// two stores' transactions really overlap.
+					time.Sleep(time.Millisecond)
 					got.SizeBytes++
 					return tx.UpdateWorkspace(ctx, got)
 				})

@@ -94,7 +94,7 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 	if err != nil {
 		return "", err
 	}
-	if err := g.dropCloneBranch(ctx, tmp, opt.Branch); err != nil {
+	if err := g.dropCloneBranch(ctx, barePath, tmp, opt.Branch); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -106,43 +106,55 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 	return sha, nil
 }
 
-// workspaceStart resolves the commit a new workspace checks out.
+// workspaceStart resolves the commit a new workspace checks out, trying
+// every candidate in one `git cat-file --batch-check` rather than a
+// process per ref (acquire latency is measured against raw git).
 func (g *Git) workspaceStart(ctx context.Context, barePath string, opt WorkspaceOptions) (string, error) {
+	var cands []string
 	if opt.Branch != "" {
-		for _, ref := range []string{savedBranchPrefix + opt.Branch, "refs/heads/" + opt.Branch} {
-			sha, err := g.ResolveCommit(ctx, barePath, ref)
-			if err == nil {
-				return sha, nil
-			}
-			if !errors.Is(err, grove.ErrNotFound) {
-				return "", err
-			}
-		}
+		cands = append(cands, savedBranchPrefix+opt.Branch, "refs/heads/"+opt.Branch)
 	}
 	base := opt.Base
 	if base == "" {
 		base = "HEAD"
 	}
-	return g.ResolveCommit(ctx, barePath, base)
+	cands = append(cands, base)
+	var in strings.Builder
+	for _, c := range cands {
+		in.WriteString(c + "^{commit}\n")
+	}
+	out, err := g.run(ctx, call{
+		args:  []string{"cat-file", "--batch-check=%(objectname) %(objecttype)"},
+		env:   bareEnv(barePath),
+		stdin: strings.NewReader(in.String()),
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if sha, typ, ok := strings.Cut(line, " "); ok && typ == "commit" && isHexSHA(sha) {
+			return sha, nil
+		}
+	}
+	return "", grove.Errorf(grove.ErrNotFound, "ref %q not found in the repo cache", base)
 }
 
 // dropCloneBranch deletes the branch clone created for the cache's HEAD
 // when it is not the workspace's branch: a stale copy of the default branch
-// in every workspace only invites pushes of the wrong thing.
-func (g *Git) dropCloneBranch(ctx context.Context, dir, keep string) error {
-	out, err := g.run(ctx, call{args: []string{"for-each-ref", "--format=%(refname)", "refs/heads/"}, dir: dir, env: workEnv(dir)})
+// in every workspace only invites pushes of the wrong thing. The branch is
+// read from the cache's HEAD file rather than asked of git, saving a
+// process on every acquire.
+func (g *Git) dropCloneBranch(ctx context.Context, barePath, dir, keep string) error {
+	head, err := os.ReadFile(filepath.Join(barePath, "HEAD"))
 	if err != nil {
-		return err
+		return grove.Errorf(grove.ErrUnavailable, "read cache HEAD: %v", err)
 	}
-	for _, ref := range strings.Fields(string(out)) {
-		if ref == "refs/heads/"+keep {
-			continue
-		}
-		if _, err := g.run(ctx, call{args: []string{"update-ref", "-d", "--", ref}, dir: dir, env: workEnv(dir)}); err != nil {
-			return err
-		}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok || ref == "refs/heads/"+keep || !strings.HasPrefix(ref, "refs/heads/") {
+		return nil // a detached cache HEAD makes clone create no branch
 	}
-	return nil
+	_, err = g.run(ctx, call{args: []string{"update-ref", "-d", "--", ref}, dir: dir, env: workEnv(dir)})
+	return err
 }
 
 // SaveBranch copies the workspace's branch into the cache as

@@ -184,13 +184,17 @@ func (c *Caches) clone(ctx context.Context, remote Remote, bare string, opt Ensu
 	// fetches must mirror branches and tags onto themselves. Objects are
 	// never pruned: workspaces borrow them through alternates and may point
 	// at commits the remote has since force-pushed away.
-	for _, kv := range [][]string{
+	settings := [][]string{
 		{"--replace-all", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"},
 		{"--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*"},
 		{"gc.pruneExpire", "never"},
 		{"gc.auto", "0"},
 		{"core.logAllRefUpdates", "false"},
-	} {
+	}
+	if remote.Local {
+		settings = append(settings, []string{"remote.origin.uploadpack", hardenedUploadPack})
+	}
+	for _, kv := range settings {
 		args := append([]string{"config"}, kv...)
 		if _, err := g.run(ctx, call{args: args, env: bareEnv(tmp)}); err != nil {
 			return err

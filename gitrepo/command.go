@@ -52,6 +52,14 @@ var forcedConfig = [][2]string{
 	{"gc.auto", "0"}, // caches are maintained explicitly, never mid-request
 }
 
+// git clears GIT_CONFIG_COUNT for the upload-pack and receive-pack it
+// starts on a local repository, so those get the settings that matter on
+// their own command line.
+const (
+	hardenedUploadPack  = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false upload-pack"
+	hardenedReceivePack = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false receive-pack"
+)
+
 // call is one git invocation.
 type call struct {
 	args     []string // everything after "git"; untrusted values only after "--" or validated

@@ -284,9 +284,8 @@ func (g *Git) Push(ctx context.Context, dir, remoteURL, branch string, opt PushO
 		args = append(args, "--force-with-lease="+ref+":"+expect)
 	}
 	if isLocalURL(remoteURL) {
-		// git clears GIT_CONFIG_COUNT for the receive-pack it starts on a
-		// local repository, whose hooks would then run on the host.
-		args = append(args, "--receive-pack=git -c core.hooksPath=/dev/null receive-pack")
+		// The target's hooks would otherwise run on the host.
+		args = append(args, "--receive-pack="+hardenedReceivePack)
 	}
 	args = append(args, "--", remoteURL, ref+":"+ref)
 	out, runErr := g.run(ctx, call{args: args, dir: dir, env: env, token: opt.Token, progress: opt.Progress})

@@ -167,7 +167,7 @@ func (g *Git) SaveBranch(ctx context.Context, barePath, dir, branch string) erro
 	}
 	spec := "+refs/heads/" + branch + ":" + savedBranchPrefix + branch
 	_, err := g.run(ctx, call{
-		args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", dir, spec},
+		args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--upload-pack=" + hardenedUploadPack, "--", dir, spec},
 		env:  bareEnv(barePath),
 	})
 	return err

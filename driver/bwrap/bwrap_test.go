@@ -17,6 +17,7 @@ func newDriver(t testing.TB) *bwrap.Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { d.Close() })
 	return d
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -14,7 +15,18 @@ import (
 // under which each command gets a child cgroup bounding its process count.
 type pidsCgroup struct {
 	dir string
+
+	// free holds empty cgroups for reuse. Removing a cgroup right after
+	// its command fails with EBUSY until the kernel has released the
+	// exited tasks, which costs milliseconds per command; reusing an empty
+	// one costs two small writes.
+	mu   sync.Mutex
+	free []*cgroup
 }
+
+// maxFree bounds the reuse pool; more concurrent commands than this make
+// and remove their own cgroups.
+const maxFree = 8
 
 // cgroupSeq names per-command cgroups uniquely within this process; every
 // driver in the process shares the parent directory.
@@ -74,10 +86,55 @@ func (p *pidsCgroup) make(max int) (*cgroup, error) {
 	return cg, nil
 }
 
-// enter creates a cgroup limited to max processes and moves pid into it.
+// get returns an empty cgroup limited to max processes.
+func (p *pidsCgroup) get(max int) (*cgroup, error) {
+	p.mu.Lock()
+	var cg *cgroup
+	for len(p.free) > 0 && cg == nil {
+		c := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		if c.empty() {
+			cg = c
+		} else {
+			c.remove()
+		}
+	}
+	p.mu.Unlock()
+	if cg == nil {
+		return p.make(max)
+	}
+	if err := os.WriteFile(filepath.Join(cg.dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
+		cg.remove()
+		return nil, fmt.Errorf("bwrap: pids cgroup: %w", err)
+	}
+	return cg, nil
+}
+
+// put returns a cgroup whose command has ended.
+func (p *pidsCgroup) put(cg *cgroup) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < maxFree {
+		p.free = append(p.free, cg)
+		return
+	}
+	cg.remove()
+}
+
+// close removes the pooled cgroups.
+func (p *pidsCgroup) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cg := range p.free {
+		cg.remove()
+	}
+	p.free = nil
+}
+
+// enter takes a cgroup limited to max processes and moves pid into it.
 // pid is blocked before forking, so all its descendants are counted.
 func (p *pidsCgroup) enter(pid, max int) (*cgroup, error) {
-	cg, err := p.make(max)
+	cg, err := p.get(max)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +155,13 @@ func (c *cgroup) remove() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// empty reports whether no task is left in the cgroup (exited tasks may
+// linger briefly after their command returned).
+func (c *cgroup) empty() bool {
+	b, err := os.ReadFile(filepath.Join(c.dir, "pids.current"))
+	return err == nil && strings.TrimSpace(string(b)) == "0"
 }
 
 func fileExists(p string) bool {

@@ -79,7 +79,7 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 	}
 	res, err := procexec.Run(ctx, cmd, p)
 	if cg != nil {
-		cg.remove()
+		d.pids.put(cg)
 	}
 	if err != nil {
 		blockR.Close()

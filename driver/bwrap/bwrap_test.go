@@ -1,6 +1,7 @@
 package bwrap_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/grove-dev/grove/driver"
@@ -18,6 +19,12 @@ func newDriver(t testing.TB) *bwrap.Driver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
+	err = d.Check(context.Background())
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	testenv.Require(t, "bwrap", err == nil, why)
 	return d
 }
 

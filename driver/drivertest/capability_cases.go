@@ -81,13 +81,22 @@ func (s *suite) isolated(t *testing.T) {
 	if _, err := os.Stat("/tmp/private-tmp-ok"); err == nil {
 		t.Error("/tmp inside the sandbox is the host's /tmp, not a private one")
 	}
+
+	ro := s.workspace(t, d, func(sp *driver.Spec) { sp.Writable = false })
+	if res := ro.exec(t, sh("echo x > written")); res.ExitCode == 0 {
+		t.Error("writing into a read-only workspace succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(ro.dir, "written")); err == nil {
+		t.Error("a command wrote into a read-only workspace")
+	}
+	ro.ok(t, sh("echo scratch > /tmp/scratch && cat /tmp/scratch"))
 }
 
 // listen opens a TCP listener on the host's loopback and reports whether
 // anything connected to it.
-func listen(t *testing.T) (port int, connected func() bool) {
+func listen(t *testing.T, addr string) (port int, connected func() bool) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +131,13 @@ func (s *suite) networkNone(t *testing.T) {
 	if !hasMode(caps.Network, driver.NetworkNone) {
 		t.Skip("driver does not offer network none")
 	}
-	port, connected := listen(t)
+	host := "127.0.0.1"
+	if s.h.HostAddress != nil {
+		host = s.h.HostAddress(t)
+	}
+	port, connected := listen(t, host)
 	connect := grove.ExecRequest{
-		Argv:    []string{"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port)},
+		Argv:    []string{"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port)},
 		Timeout: 10 * time.Second,
 	}
 	none := s.workspace(t, d, func(sp *driver.Spec) { sp.Network = driver.NetworkNone })

@@ -43,6 +43,10 @@ type Harness struct {
 	// commands. When nil, the refusal case runs only if New's driver
 	// itself reports AllowMutating=false.
 	Restricted func(t *testing.T) driver.Driver
+	// HostAddress optionally returns the host address a sandbox with
+	// network "default" reaches the test process at (a container's
+	// 127.0.0.1 is its own). Nil means 127.0.0.1.
+	HostAddress func(t *testing.T) string
 }
 
 // Run runs the conformance suite against h.

@@ -36,6 +36,9 @@ const (
 	defaultTimeout   = 120 * time.Second
 	maxTimeout       = time.Hour
 	defaultMaxOutput = 30000
+	// streamCap is how much of each stream the runtime passes on; past it
+	// the middle of the output is lost and counted as omitted.
+	streamCap = 8 << 20
 )
 
 func commandTimeout(s int) (time.Duration, error) {
@@ -113,8 +116,9 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 		Argv:  []string{"bash", "-lc", in.Command},
 		Dir:   dir,
 		Class: grove.ClassWrite, Timeout: timeout,
-		// The runtime keeps a head of its own; ours keeps head and tail.
-		MaxOutput: maxOut,
+		// The runtime stops streaming at its cap, keeping only a head; a
+		// larger cap lets our head+tail buffer see the end of the output.
+		MaxOutput: streamCap,
 	}
 	if in.Stdin != "" {
 		req.Stdin = []byte(in.Stdin)
@@ -137,7 +141,7 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 	}
 	out := RunCommandOutput{
 		ExitCode: res.ExitCode, Stdout: stdout.String(), Stderr: stderr.String(),
-		OmittedBytes: stdout.omitted() + stderr.omitted(),
+		OmittedBytes: stdout.omitted() + stderr.omitted() + res.StdoutOmitted + res.StderrOmitted,
 		TimedOut:     res.TimedOut, DurationMS: res.Duration.Milliseconds(),
 	}
 	out.Truncated = out.OmittedBytes > 0

@@ -149,7 +149,7 @@ func runTests(ctx context.Context, c *call, in RunTestsInput) (RunTestsOutput, s
 	}
 	c.progress(0, 0, "running "+cmd)
 	res, stdout, stderr, err := c.runStreamed(ctx, grove.ExecRequest{
-		Argv: []string{"bash", "-lc", cmd + " 2>&1"}, Class: grove.ClassTest, Timeout: timeout, MaxOutput: 1 << 20,
+		Argv: []string{"bash", "-lc", cmd + " 2>&1"}, Class: grove.ClassTest, Timeout: timeout, MaxOutput: streamCap,
 	}, 1<<20, onLine)
 	if err != nil {
 		return out, "", err

@@ -171,7 +171,7 @@ func commandText(out RunCommandOutput, timeout time.Duration) string {
 		b.WriteString("(no output)\n")
 	}
 	if out.Truncated {
-		fmt.Fprintf(&b, "[%d bytes omitted from the middle; to see everything, redirect to a file (`cmd > /tmp/out.log 2>&1` inside the workspace, e.g. `.grove-out.log`) and read_file or search_code it]\n", out.OmittedBytes)
+		fmt.Fprintf(&b, "[%d bytes omitted from the middle; to see everything, rerun with `> out.log 2>&1` and read_file or search_code out.log]\n", out.OmittedBytes)
 	}
 	return b.String()
 }

@@ -54,7 +54,10 @@ var baseEnv = []string{
 }
 
 // limitedNetwork is the internal network of NetworkLimited.
-const limitedNetwork = "grove-limited"
+const (
+	limitedNetwork = "grove-limited"
+	limitedBridge  = "grove-limited0"
+)
 
 func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container.Config, *container.HostConfig, error) {
 	ids := slices.Sorted(func(yield func(string) bool) {
@@ -202,7 +205,12 @@ func (d *Driver) ensureNetwork(ctx context.Context, mode driver.NetworkMode) err
 	_, err := d.cli.NetworkCreate(ctx, limitedNetwork, network.CreateOptions{
 		Driver:   "bridge",
 		Internal: true,
-		Options:  map[string]string{"com.docker.network.bridge.enable_icc": "false"},
+		Options: map[string]string{
+			"com.docker.network.bridge.enable_icc": "false",
+			// A fixed interface name, so the host firewall rule docs/DOCKER.md
+			// gives for this network names it.
+			"com.docker.network.bridge.name": limitedBridge,
+		},
 		Labels:   map[string]string{LabelManagedBy: managedBy},
 	})
 	if err != nil && !strings.Contains(err.Error(), "already exists") {

@@ -75,8 +75,8 @@ type Driver struct {
 	ro    bool
 
 	mu     sync.Mutex
-	boxes  map[string]*box    // by container name
-	owners map[string]*box    // by workspace id
+	boxes  map[string]*box // by container name
+	owners map[string]*box // by workspace id
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/grove-dev/grove/driver"
@@ -93,6 +95,38 @@ func TestConformance(t *testing.T) {
 			ownForAgent(t, nil, dir)
 			return driver.Spec{User: "conformance", Project: project(t)}
 		},
-		Restricted: func(t *testing.T) driver.Driver { return newDriver(t, docker.Options{ReadOnly: true}) },
+		Restricted:  func(t *testing.T) driver.Driver { return newDriver(t, docker.Options{ReadOnly: true}) },
+		HostAddress: bridgeGateway,
 	})
+}
+
+// bridgeGateway is the host's address on Docker's default bridge: what a
+// container with network "default" reaches the host at.
+func bridgeGateway(t *testing.T) string {
+	t.Helper()
+	n, err := engine(t).NetworkInspect(context.Background(), "bridge", network.InspectOptions{})
+	if err != nil {
+		t.Fatalf("inspect bridge network: %v", err)
+	}
+	if len(n.IPAM.Config) > 0 && n.IPAM.Config[0].Gateway != "" {
+		return n.IPAM.Config[0].Gateway
+	}
+	// The engine leaves the default bridge's gateway out of IPAM; the
+	// host's address on it is the bridge interface's.
+	name := n.Options["com.docker.network.bridge.name"]
+	if name == "" {
+		name = "docker0"
+	}
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		t.Fatalf("bridge interface %s: %v", name, err)
+	}
+	addrs, _ := ifc.Addrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	t.Fatalf("bridge interface %s has no IPv4 address", name)
+	return ""
 }

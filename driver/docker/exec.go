@@ -173,11 +173,11 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	// that merely exits with those codes.
 	if hostTimedOut || ((code == 124 || code == 137) && res.Duration >= timeout) {
 		res.TimedOut, res.ExitCode = true, 124
-		reapGroup(pid)
 	}
+	// What the command left running in its group goes with it.
+	reapGroup(pid)
 	return res, nil
 }
-
 
 func classOf(req grove.ExecRequest) grove.CommandClass {
 	if req.Class == "" {
@@ -296,16 +296,18 @@ func (d *Driver) exitCode(execID string) (code, pid int, err error) {
 	}
 }
 
-// reapGroup makes sure a timed-out command's process group is gone before
-// the result is returned: timeout signals the group but does not wait for
-// it, and until init reaps them the dying processes still count against the
-// container's pids limit (the next command of the container would fail to
-// fork).
+// reapGroup kills what is left of a finished command's process group and
+// waits until it is gone. A command's background processes do not outlive
+// it (nothing outlives its request), and a timed-out group must be gone
+// before the result returns: timeout signals the group without waiting,
+// and until init reaps them dying processes still count against the pids
+// limit, so the container's next command could not fork. The group's id is
+// the exec's pid (see wrapper); once the group has no member the kernel
+// does not hand that id out, so this cannot hit an unrelated group.
 func reapGroup(pid int) {
-	if pid <= 0 {
+	if pid <= 0 || syscall.Kill(-pid, syscall.SIGKILL) != nil {
 		return
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
 		if syscall.Kill(-pid, 0) != nil {
 			return

@@ -1,0 +1,460 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/docker"
+)
+
+// ws creates a workspace runtime over a fresh directory owned by the
+// command user and destroys it at cleanup.
+func ws(t *testing.T, d *docker.Driver, user, project string, mod func(*driver.Spec)) (driver.Spec, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ownForAgent(t, d, dir)
+	spec := driver.Spec{
+		WorkspaceID: fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), seq()),
+		User:        user, Project: project, WorkDir: dir, Writable: true,
+	}
+	if mod != nil {
+		mod(&spec)
+	}
+	if _, err := d.Create(context.Background(), spec); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Destroy(context.Background(), spec.WorkspaceID) })
+	return spec, dir
+}
+
+var seqMu sync.Mutex
+var seqN int
+
+func seq() int {
+	seqMu.Lock()
+	defer seqMu.Unlock()
+	seqN++
+	return seqN
+}
+
+func run(t *testing.T, d *docker.Driver, id string, req grove.ExecRequest) *grove.ExecResult {
+	t.Helper()
+	res, err := d.Exec(context.Background(), id, req)
+	if err != nil {
+		t.Fatalf("Exec %q%q: %v", req.Argv, req.Shell, err)
+	}
+	return res
+}
+
+func ok(t *testing.T, d *docker.Driver, id string, req grove.ExecRequest) *grove.ExecResult {
+	t.Helper()
+	res := run(t, d, id, req)
+	if res.ExitCode != 0 {
+		t.Fatalf("Exec %q%q: exit %d, stderr %q", req.Argv, req.Shell, res.ExitCode, res.Stderr)
+	}
+	return res
+}
+
+func TestImageTools(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	spec, _ := ws(t, d, "u", project(t), nil)
+	for _, tool := range []string{"git", "git-lfs", "rg", "fd", "jq", "python3", "node", "curl", "tini"} {
+		t.Run(tool, func(t *testing.T) {
+			res := ok(t, d, spec.WorkspaceID, grove.ExecRequest{Argv: []string{tool, "--version"}})
+			if len(bytes.TrimSpace(res.Stdout)) == 0 {
+				t.Fatalf("%s --version printed nothing", tool)
+			}
+		})
+	}
+	res := ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "id -u; git config --system user.name; touch /usr/x 2>&1 || echo rootfs-ro"})
+	if got := string(res.Stdout); !strings.Contains(got, "Grove Agent") || !strings.Contains(got, "rootfs-ro") || strings.HasPrefix(got, "0\\n") {
+		t.Fatalf("identity, read-only root or non-root user missing: %q", got)
+	}
+}
+
+func TestHardening(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	spec, _ := ws(t, d, "u", project(t), nil)
+	res := ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: `
+		id -u
+		grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status
+		ls /var/run/docker.sock /run/docker.sock 2>/dev/null || echo no-socket
+		touch /etc/x 2>/dev/null || echo rootfs-ro`})
+	out := string(res.Stdout)
+	for _, want := range []string{"CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1", "no-socket", "rootfs-ro"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in %q", want, out)
+		}
+	}
+	if strings.HasPrefix(out, "0\n") {
+		t.Error("commands run as root")
+	}
+}
+
+// listenOn opens a TCP listener on addr and reports whether anything
+// connected to it.
+func listenOn(t *testing.T, addr string) (int, func() bool) {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, func() bool {
+		select {
+		case <-got:
+			return true
+		case <-time.After(300 * time.Millisecond):
+			return false
+		}
+	}
+}
+
+func probe(host string, port int) grove.ExecRequest {
+	return grove.ExecRequest{Argv: []string{"timeout", "3", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port)}}
+}
+
+// TestNetworkModes: none reaches nothing; default reaches the host; limited
+// reaches neither a container on the ordinary bridge, nor another container
+// on the limited network, nor the host's loopback. (The host's own
+// wildcard listeners are reachable from limited unless the host firewall
+// drops input from its bridge: see docs/DOCKER.md.)
+func TestNetworkModes(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	gw := bridgeGateway(t)
+	port, connected := listenOn(t, "0.0.0.0")
+	p := project(t)
+	none, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkNone })
+	def, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkDefault })
+	lim, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkLimited })
+	lim2, _ := ws(t, d, "u2", p, func(s *driver.Spec) { s.Network = driver.NetworkLimited })
+
+	if res := run(t, d, def.WorkspaceID, probe(gw, port)); res.ExitCode != 0 || !connected() {
+		t.Fatalf("default: connect to the host at %s failed (exit %d %s): the probe is broken", gw, res.ExitCode, res.Stderr)
+	}
+	if res := run(t, d, none.WorkspaceID, probe(gw, port)); res.ExitCode == 0 || connected() {
+		t.Fatal("none: reached the host")
+	}
+	if res := run(t, d, lim.WorkspaceID, probe(gw, port)); res.ExitCode == 0 {
+		t.Logf("limited: the host's wildcard listener at %s is reachable (host firewall rule not installed)", gw)
+	}
+	loPort, loConnected := listenOn(t, "127.0.0.1")
+	limNet, err := d.Client().NetworkInspect(context.Background(), "grove-limited", network.InspectOptions{})
+	if err != nil || len(limNet.IPAM.Config) == 0 {
+		t.Fatalf("inspect grove-limited: %v", err)
+	}
+	if res := run(t, d, lim.WorkspaceID, probe(limNet.IPAM.Config[0].Gateway, loPort)); res.ExitCode == 0 || loConnected() {
+		t.Fatal("limited: reached a listener on the host's loopback")
+	}
+
+	// Listeners in a default-bridge container and in another limited
+	// container, each reachable from its own container (the control) and
+	// not from lim.
+	serve := func(id string) {
+		go d.Exec(context.Background(), id, grove.ExecRequest{Argv: []string{"python3", "-m", "http.server", "8765"}, Timeout: 6 * time.Second})
+	}
+	serve(def.WorkspaceID)
+	serve(lim2.WorkspaceID)
+	time.Sleep(1500 * time.Millisecond)
+	for _, tc := range []struct {
+		name, owner, net string
+	}{{"default bridge", def.WorkspaceID, "bridge"}, {"limited peer", lim2.WorkspaceID, "grove-limited"}} {
+		ip := containerIP(t, d, tc.owner, tc.net)
+		if res := run(t, d, tc.owner, probe(ip, 8765)); res.ExitCode != 0 {
+			t.Fatalf("%s: its own listener at %s is unreachable: %s", tc.name, ip, res.Stderr)
+		}
+		if res := run(t, d, lim.WorkspaceID, probe(ip, 8765)); res.ExitCode == 0 {
+			t.Errorf("limited: reached a listener in a container on the %s at %s", tc.name, ip)
+		}
+	}
+}
+
+func containerIP(t *testing.T, d *docker.Driver, id, net string) string {
+	t.Helper()
+	rt, err := d.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := d.Client().ContainerInspect(context.Background(), rt.BackendID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := ins.NetworkSettings.Networks[net]
+	if ep == nil || ep.IPAddress == "" {
+		t.Fatalf("container has no address on %s", net)
+	}
+	return ep.IPAddress
+}
+
+// TestForkBombAndMemoryHogStayInTheirContainer: a fork bomb and a memory
+// hog in one container end at its limits while another container keeps
+// running commands.
+func TestForkBombAndMemoryHogStayInTheirContainer(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	bad, _ := ws(t, d, "mallory", project(t), func(s *driver.Spec) {
+		s.Limits = driver.Limits{Processes: 64, MemoryBytes: 128 << 20}
+	})
+	good, _ := ws(t, d, "alice", project(t), nil)
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var bomb *grove.ExecResult
+	go func() {
+		defer wg.Done()
+		bomb, _ = d.Exec(context.Background(), bad.WorkspaceID, grove.ExecRequest{
+			Argv: []string{"bash", "-c", `b(){ b | b & }; b; sleep 3`}, Timeout: 4 * time.Second})
+	}()
+	time.Sleep(500 * time.Millisecond)
+	for i := 0; i < 5; i++ {
+		ok(t, d, good.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
+	}
+	wg.Wait()
+	if bomb == nil || bomb.Duration > 12*time.Second {
+		t.Fatal("the fork bomb was not contained by the pids limit and the timeout")
+	}
+	t.Logf("fork bomb: exit %d timed_out %v after %v", bomb.ExitCode, bomb.TimedOut, bomb.Duration)
+	ok(t, d, bad.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
+
+	hog := run(t, d, bad.WorkspaceID, grove.ExecRequest{
+		Argv: []string{"python3", "-c", "a = bytearray(1 << 30); print('survived')"}, Timeout: 30 * time.Second})
+	if hog.ExitCode == 0 || strings.Contains(string(hog.Stdout), "survived") {
+		t.Fatalf("a 1 GiB allocation under 128 MiB succeeded: exit %d", hog.ExitCode)
+	}
+	t.Logf("memory hog: exit %d (137 = OOM-killed)", hog.ExitCode)
+	ok(t, d, good.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
+	ok(t, d, bad.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
+}
+
+// TestUsersAreSeparated: two users of one project never share a container
+// nor see each other's workspace.
+func TestUsersAreSeparated(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	p := project(t)
+	a, adir := ws(t, d, "alice", p, nil)
+	b, bdir := ws(t, d, "bob", p, nil)
+	a2, a2dir := ws(t, d, "alice", p, nil)
+	ra, _ := d.Get(context.Background(), a.WorkspaceID)
+	rb, _ := d.Get(context.Background(), b.WorkspaceID)
+	ra2, _ := d.Get(context.Background(), a2.WorkspaceID)
+	if ra.BackendID == rb.BackendID {
+		t.Fatal("alice and bob share a container")
+	}
+	if ra.BackendID != ra2.BackendID {
+		t.Fatal("alice's two workspaces of one project are in different containers")
+	}
+	if err := os.WriteFile(filepath.Join(bdir, "secret"), []byte("bob's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, d, a.WorkspaceID, grove.ExecRequest{Argv: []string{"cat", filepath.Join(bdir, "secret")}})
+	if res.ExitCode == 0 {
+		t.Fatal("alice read bob's file")
+	}
+	// The sibling workspace of the same pair is visible, by design.
+	ok(t, d, a.WorkspaceID, grove.ExecRequest{Argv: []string{"test", "-d", a2dir}})
+	ok(t, d, a2.WorkspaceID, grove.ExecRequest{Argv: []string{"test", "-d", adir}})
+}
+
+// TestWorkspaceIsolationAttack: from inside, the cache's objects and refs,
+// the workspace's protected git config and hooks, and another project's
+// workspace cannot be changed.
+func TestWorkspaceIsolationAttack(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	d := newDriver(t, docker.Options{})
+	root := t.TempDir()
+	cache := filepath.Join(root, "cache.git")
+	gitRun(t, gitBin, root, "init", "-q", "--bare", cache)
+	src := filepath.Join(root, "src")
+	gitRun(t, gitBin, root, "init", "-q", src)
+	os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644)
+	gitRun(t, gitBin, src, "add", "f")
+	gitRun(t, gitBin, src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+	gitRun(t, gitBin, src, "push", "-q", cache, "HEAD:refs/heads/main")
+
+	other, otherDir := ws(t, d, "u", project(t)+"-other", nil)
+	_ = other
+	spec, dir := ws(t, d, "u", project(t), func(s *driver.Spec) {
+		wsdir := s.WorkDir
+		gitRun(t, gitBin, root, "clone", "-q", "--shared", cache, wsdir+".tmp")
+		os.RemoveAll(wsdir)
+		os.Rename(wsdir+".tmp", wsdir)
+		chownR(t, wsdir)
+		s.ReadOnlyPaths = []string{cache}
+		s.ProtectedPaths = []string{filepath.Join(wsdir, ".git", "config"), filepath.Join(wsdir, ".git", "hooks")}
+	})
+	// The workspace itself works: commit inside with the borrowed objects.
+	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "echo y > g && git add g && git commit -qm inside && git log --oneline | wc -l"})
+
+	attacks := []struct{ name, script string }{
+		{"cache ref", "git --git-dir=" + cache + " update-ref refs/heads/main HEAD~0 2>&1 || exit 1; echo changed"},
+		{"cache object", "echo evil > " + cache + "/objects/evil"},
+		{"cache packed refs", "echo x >> " + cache + "/HEAD"},
+		{"protected config", "echo '[core] fsmonitor = evil' >> .git/config"},
+		{"protected hooks", "echo evil > .git/hooks/pre-commit"},
+		{"other project's workspace", "echo evil > " + otherDir + "/planted"},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			res := run(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: a.script})
+			if res.ExitCode == 0 {
+				t.Fatalf("attack succeeded: %s", res.Stdout)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(otherDir, "planted")); err == nil {
+		t.Fatal("file planted in another project's workspace")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); bytes.Contains(b, []byte("evil")) {
+		t.Fatal(".git/config was changed")
+	}
+}
+
+func gitRun(t *testing.T, bin, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func chownR(t *testing.T, dir string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		return
+	}
+	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err == nil {
+			err = os.Lchown(p, 1000, 1000)
+		}
+		return err
+	})
+}
+
+// TestHibernateResumeKeepsFilesAndBranch: Stop really stops the container;
+// the next exec resumes it with files and branch state intact.
+func TestHibernateResumeKeepsFilesAndBranch(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	spec, _ := ws(t, d, "u", project(t), nil)
+	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "git init -q -b agent/x . && echo v > f && git add f && git commit -qm one"})
+	if err := d.Stop(context.Background(), spec.WorkspaceID); err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := d.Get(context.Background(), spec.WorkspaceID)
+	ins, err := d.Client().ContainerInspect(context.Background(), rt.BackendID)
+	if err != nil || ins.State.Running {
+		t.Fatalf("container still running after Stop: %v", err)
+	}
+	res := ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "git rev-parse --abbrev-ref HEAD; cat f; git log --oneline | wc -l"})
+	if got := string(res.Stdout); got != "agent/x\nv\n1\n" {
+		t.Fatalf("after resume: %q", got)
+	}
+}
+
+// TestAdoptAndReconcile: a second driver (a restarted server) adopts the
+// first one's container, and Reconcile removes what is no longer known.
+func TestAdoptAndReconcile(t *testing.T) {
+	d1 := newDriver(t, docker.Options{})
+	p := project(t)
+	keep, _ := ws(t, d1, "u", p, nil)
+	drop, _ := ws(t, d1, "u", p, nil)
+	lone, _ := ws(t, d1, "v", p, nil)
+	r1, _ := d1.Get(context.Background(), keep.WorkspaceID)
+
+	d2 := newDriver(t, docker.Options{})
+	r2, err := d2.Get(context.Background(), keep.WorkspaceID)
+	if err != nil || r2.BackendID != r1.BackendID {
+		t.Fatalf("restarted driver did not adopt the container: %v", err)
+	}
+	if _, err := d2.Create(context.Background(), keep); err != nil {
+		t.Fatal(err)
+	}
+	if r3, _ := d2.Get(context.Background(), keep.WorkspaceID); r3.BackendID != r1.BackendID {
+		t.Fatal("Create after adoption made a duplicate container")
+	}
+	rep, err := d2.Reconcile(context.Background(), func(id string) bool { return id == keep.WorkspaceID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(rep.Kept, keep.WorkspaceID) || !contains(rep.Forgotten, drop.WorkspaceID) || !contains(rep.Forgotten, lone.WorkspaceID) ||
+		!contains(rep.Removed, docker.ContainerName("v", p, driver.NetworkNone)) {
+		t.Fatalf("report %+v", rep)
+	}
+	if _, err := d2.Get(context.Background(), drop.WorkspaceID); !errors.Is(err, grove.ErrNotFound) {
+		t.Fatalf("forgotten workspace still has a runtime: %v", err)
+	}
+	if _, err := d2.Client().ContainerInspect(context.Background(), docker.ContainerName("v", p, driver.NetworkNone)); err == nil {
+		t.Fatal("the container of a forgotten pair still exists")
+	}
+	ok(t, d2, keep.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
+	// The test's own cleanup goes through d2, which now owns everything.
+	_ = d2.Destroy(context.Background(), keep.WorkspaceID)
+	_ = container.RemoveOptions{}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCopyToAndFrom(t *testing.T) {
+	d := newDriver(t, docker.Options{})
+	spec, dir := ws(t, d, "u", project(t), nil)
+	if err := d.CopyTo(context.Background(), spec.WorkspaceID, "sub/../a.txt", []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("host sees %q %v", b, err)
+	}
+	got, err := d.CopyFrom(context.Background(), spec.WorkspaceID, "a.txt", 1<<20)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("CopyFrom = %q %v", got, err)
+	}
+	for _, bad := range []string{"../x", "/etc/passwd", "", "a/../../x"} {
+		if err := d.CopyTo(context.Background(), spec.WorkspaceID, bad, nil, 0o644); !errors.Is(err, grove.ErrPathOutside) {
+			t.Errorf("CopyTo(%q) = %v, want ErrPathOutside", bad, err)
+		}
+	}
+	if _, err := d.CopyFrom(context.Background(), spec.WorkspaceID, "a.txt", 2); !errors.Is(err, grove.ErrTooLarge) {
+		t.Errorf("CopyFrom over max = %v", err)
+	}
+}

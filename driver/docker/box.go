@@ -211,7 +211,7 @@ func (d *Driver) ensureNetwork(ctx context.Context, mode driver.NetworkMode) err
 			// gives for this network names it.
 			"com.docker.network.bridge.name": limitedBridge,
 		},
-		Labels:   map[string]string{LabelManagedBy: managedBy},
+		Labels: map[string]string{LabelManagedBy: managedBy},
 	})
 	if err != nil && !strings.Contains(err.Error(), "already exists") {
 		return fmt.Errorf("create network %s: %v: %w", limitedNetwork, err, grove.ErrUnavailable)

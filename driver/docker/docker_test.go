@@ -67,9 +67,9 @@ func newDriver(t testing.TB, opts docker.Options) *docker.Driver {
 	return d
 }
 
-// agentUID is the uid commands run as when the test runs as root; test
-// workspaces are handed to it, as a non-root server's would belong to the
-// server's own uid.
+// ownForAgent hands a test workspace to uid 1000, which commands run as
+// when the test runs as root; a non-root server's workspaces already belong
+// to the uid its commands run as.
 func ownForAgent(t testing.TB, d *docker.Driver, dir string) {
 	t.Helper()
 	if os.Getuid() != 0 {

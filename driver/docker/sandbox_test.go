@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/grove-dev/grove"
@@ -423,7 +422,6 @@ func TestAdoptAndReconcile(t *testing.T) {
 	ok(t, d2, keep.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
 	// The test's own cleanup goes through d2, which now owns everything.
 	_ = d2.Destroy(context.Background(), keep.WorkspaceID)
-	_ = container.RemoveOptions{}
 }
 
 func contains(list []string, s string) bool {

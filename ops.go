@@ -18,8 +18,9 @@ const (
 	ClassTest    CommandClass = "test"
 )
 
-// Mutating reports whether commands of this class may change the workspace.
-func (c CommandClass) Mutating() bool { return c != ClassRead && c != "" }
+// Mutating reports whether commands of this class may change the
+// workspace. The empty class means write, as in ExecRequest.
+func (c CommandClass) Mutating() bool { return c != ClassRead }
 
 // ExecRequest is one command to run in a workspace's runtime. Exactly one of
 // Argv and Shell is set: Argv runs a program directly, Shell runs a string

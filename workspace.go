@@ -58,9 +58,10 @@ func DefaultBranch(m Mode, scope string) string {
 type WorkspaceState string
 
 const (
+	WorkspaceCreating WorkspaceState = "creating" // row reserved, files not yet in place
 	WorkspaceReady    WorkspaceState = "ready"
-	WorkspaceReleased WorkspaceState = "released"
-	WorkspaceBroken   WorkspaceState = "broken" // row without directory, found by reconcile
+	WorkspaceReleased WorkspaceState = "released" // runtime hibernated, files kept
+	WorkspaceBroken   WorkspaceState = "broken"   // row without directory, found by reconcile
 )
 
 // WorkspaceKey identifies a workspace: user | project | host | owner/repo |

@@ -75,7 +75,7 @@ func TestModesBranchesAndCapabilities(t *testing.T) {
 	// Read commands still run.
 	res, err := f.eng.Exec(bg, ana.ID, grove.ExecRequest{Argv: []string{"cat", "README.md"}})
 	if err != nil || string(res.Stdout) != "hello\nworld\n" {
-		t.Fatalf("read command on analysis workspace: %v %q", err, res)
+		t.Fatalf("read command on analysis workspace: %v %+v", err, res)
 	}
 }
 

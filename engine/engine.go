@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,7 +47,8 @@ type Config struct {
 	// reports Isolated=false. Off by default: write-capable work never
 	// silently falls back to an unisolated host process.
 	AllowUnisolatedWrites bool
-	// Network is the runtime network mode; empty means none.
+	// Network is the runtime network mode; empty means the most closed
+	// mode the runtime supports (none for isolated runtimes).
 	Network driver.NetworkMode
 	Limits  driver.Limits
 	Image   string
@@ -93,8 +95,18 @@ func New(cfg Config) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	if e.cfg.Network == "" {
-		e.cfg.Network = driver.NetworkNone
+	supported := e.drv.Capabilities().Network
+	switch {
+	case e.cfg.Network != "" && !slices.Contains(supported, e.cfg.Network):
+		return nil, grove.Errorf(grove.ErrNotSupported, "runtime %q cannot provide network mode %q", e.drv.Kind(), e.cfg.Network)
+	case e.cfg.Network == "":
+		// The most closed mode the runtime can really enforce.
+		for _, m := range []driver.NetworkMode{driver.NetworkNone, driver.NetworkLimited, driver.NetworkDefault} {
+			if slices.Contains(supported, m) {
+				e.cfg.Network = m
+				break
+			}
+		}
 	}
 	return e, nil
 }

@@ -35,7 +35,11 @@ func TestTwoBranchesNeverWaitForEachOther(t *testing.T) {
 		})
 		done <- err
 	}()
-	<-started
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("command on a ended before it started: %v", err)
+	}
 	t0 := time.Now()
 	// An exclusive command and a file write on workspace b, while a's
 	// exclusive command runs.

@@ -12,6 +12,7 @@ import (
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/subprocess"
 	"github.com/grove-dev/grove/engine"
+	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/provider/local"
 	"github.com/grove-dev/grove/store"
@@ -52,8 +53,9 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	home := filepath.Join(root, "home")
 	os.MkdirAll(home, 0o700)
 	git := &gitrepo.Git{Binary: wrapper, Home: home, Identity: gitrepo.Identity{Name: "Test Agent", Email: "agent@example.invalid"}}
-	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(root, "repos")})
+	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(root, "repos")}, fsops.Options{})
 	drv := o.drv
+	os.MkdirAll(filepath.Join(root, "rt"), 0o700)
 	if drv == nil {
 		drv = subprocess.New(subprocess.Options{AllowMutating: true, HomeRoot: filepath.Join(root, "rt")})
 		o.allowUnisolated = true

@@ -21,6 +21,7 @@ type config struct {
 	User            string        // GROVE_USER: the acting user for in-process commands
 	AuthorName      string        // GROVE_AUTHOR_NAME: commit identity
 	AuthorEmail     string        // GROVE_AUTHOR_EMAIL
+	NoSync          bool          // GROVE_NO_SYNC: skip fsync on file writes (still atomic)
 	JSON            bool
 	Quiet           bool
 }
@@ -58,6 +59,7 @@ func loadConfig() config {
 		User:            envOr("GROVE_USER", envOr("USER", "grove")),
 		AuthorName:      envOr("GROVE_AUTHOR_NAME", "Grove Agent"),
 		AuthorEmail:     envOr("GROVE_AUTHOR_EMAIL", "agent@grove.invalid"),
+		NoSync:          envBool("GROVE_NO_SYNC"),
 	}
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/grove-dev/grove/driver/bwrap"
 	"github.com/grove-dev/grove/driver/subprocess"
 	"github.com/grove-dev/grove/engine"
+	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/provider/local"
 	"github.com/grove-dev/grove/store/sqlite"
@@ -42,7 +43,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Logger:   logger,
 		Identity: gitrepo.Identity{Name: cfg.AuthorName, Email: cfg.AuthorEmail},
 	}
-	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness})
+	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness}, fsops.Options{NoSync: cfg.NoSync})
 	drv, err := openDriver(cfg)
 	if err != nil {
 		st.Close()
@@ -71,8 +72,11 @@ func openDriver(cfg config) (driver.Driver, error) {
 	}
 	switch kind {
 	case "bwrap":
-		return bwrap.New(bwrap.Options{HomeRoot: filepath.Join(cfg.Root, "runtime")})
+		return bwrap.New(bwrap.Options{})
 	case "subprocess":
+		if err := os.MkdirAll(filepath.Join(cfg.Root, "runtime"), 0o700); err != nil {
+			return nil, err
+		}
 		return subprocess.New(subprocess.Options{AllowMutating: cfg.AllowUnisolated, HomeRoot: filepath.Join(cfg.Root, "runtime")}), nil
 	}
 	return nil, fmt.Errorf("runtime %q is not available in this build", kind)

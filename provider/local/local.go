@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
@@ -30,7 +31,15 @@ type Provider struct {
 	root   string
 	git    *gitrepo.Git
 	caches *gitrepo.Caches
+	fsOpts fsops.Options
+	// roots keeps one open os.Root per workspace directory: opening one
+	// costs more than a small read. Entries are dropped when the directory
+	// is removed or replaced.
+	roots sync.Map // path -> *fsops.FS
 }
+
+// MaxListEntries bounds one directory listing.
+const MaxListEntries = 5000
 
 var (
 	_ provider.Provider = (*Provider)(nil)
@@ -38,12 +47,12 @@ var (
 )
 
 // New returns a provider rooted at caches.Root, running git through
-// caches.Git.
-func New(caches *gitrepo.Caches) *Provider {
+// caches.Git. fsOpts tunes file writes (fsync is on unless NoSync).
+func New(caches *gitrepo.Caches, fsOpts fsops.Options) *Provider {
 	if caches.Git == nil {
 		caches.Git = &gitrepo.Git{}
 	}
-	return &Provider{root: caches.Root, git: caches.Git, caches: caches}
+	return &Provider{root: caches.Root, git: caches.Git, caches: caches, fsOpts: fsOpts}
 }
 
 // Kind implements provider.Provider.
@@ -86,6 +95,7 @@ func (p *Provider) WorkspacePath(c *grove.RepoCache, ws *grove.Workspace) string
 
 // CreateWorkspace implements provider.Provider.
 func (p *Provider) CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (string, error) {
+	p.forget(ws.LocalPath)
 	return p.git.CreateWorkspace(ctx, c.LocalPath, ws.LocalPath, gitrepo.WorkspaceOptions{Branch: ws.Branch, Base: ws.BaseRef})
 }
 
@@ -96,6 +106,7 @@ func (p *Provider) SaveBranch(ctx context.Context, c *grove.RepoCache, ws *grove
 
 // RemoveWorkspace implements provider.Provider.
 func (p *Provider) RemoveWorkspace(ctx context.Context, ws *grove.Workspace) error {
+	p.forget(ws.LocalPath)
 	return p.git.RemoveWorkspace(ctx, ws.LocalPath)
 }
 
@@ -140,7 +151,26 @@ func (p *Provider) files(ws *grove.Workspace) (*fsops.FS, error) {
 	if ws.LocalPath == "" {
 		return nil, grove.Errorf(grove.ErrNotSupported, "workspace %s has no local files", ws.ID)
 	}
-	return fsops.New(ws.LocalPath)
+	if f, ok := p.roots.Load(ws.LocalPath); ok {
+		return f.(*fsops.FS), nil
+	}
+	f, err := fsops.Open(ws.LocalPath, p.fsOpts)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := p.roots.LoadOrStore(ws.LocalPath, f); loaded {
+		f.Close()
+		return prev.(*fsops.FS), nil
+	}
+	return f, nil
+}
+
+// forget closes the cached root of dir. A root opened on a directory that
+// was since removed would keep pointing at the deleted inode.
+func (p *Provider) forget(dir string) {
+	if f, ok := p.roots.LoadAndDelete(dir); ok {
+		f.(*fsops.FS).Close()
+	}
 }
 
 // ReadFile implements provider.Provider.
@@ -149,7 +179,6 @@ func (p *Provider) ReadFile(_ context.Context, ws *grove.Workspace, path string,
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	return f.ReadFile(path, max)
 }
 
@@ -159,7 +188,6 @@ func (p *Provider) WriteFile(_ context.Context, ws *grove.Workspace, path string
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	return f.WriteFile(path, data, 0o644)
 }
 
@@ -169,7 +197,6 @@ func (p *Provider) DeleteFile(_ context.Context, ws *grove.Workspace, path strin
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	return f.DeleteFile(path)
 }
 
@@ -179,8 +206,14 @@ func (p *Provider) ListDir(_ context.Context, ws *grove.Workspace, path string, 
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return f.ListDir(path, depth)
+	ents, truncated, err := f.ListDir(path, depth, MaxListEntries)
+	if err != nil {
+		return nil, err
+	}
+	if truncated {
+		return nil, grove.Errorf(grove.ErrTooLarge, "listing %q has more than %d entries; list a subdirectory or use a smaller depth", path, MaxListEntries)
+	}
+	return ents, nil
 }
 
 // Search implements provider.Provider.
@@ -223,7 +256,7 @@ func (p *Provider) Commit(ctx context.Context, ws *grove.Workspace, req grove.Co
 	if err := cleanPaths(req.Paths); err != nil {
 		return nil, err
 	}
-	return p.git.Commit(ctx, ws.LocalPath, req)
+	return p.git.Commit(ctx, ws.LocalPath, req, gitrepo.Identity{})
 }
 
 // Push implements provider.Provider: the workspace's branch goes straight to

@@ -31,7 +31,7 @@ func (c *cli) execCmd() *cobra.Command {
 			} else {
 				req.Argv = args[1:]
 			}
-			res, err := a.engine.ExecStream(ctx, args[0], req, func(ch grove.Chunk) error {
+			res, err := a.svc.ExecStream(ctx, args[0], req, func(ch grove.Chunk) error {
 				if c.cfg.JSON {
 					return nil
 				}
@@ -86,7 +86,7 @@ func (c *cli) readCmd() *cobra.Command {
 		Short: "Write a workspace file to stdout",
 		Args:  cobra.ExactArgs(2),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			data, err := a.engine.ReadFile(ctx, args[0], args[1], max)
+			data, err := a.svc.ReadFile(ctx, args[0], args[1], max)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func (c *cli) writeCmd() *cobra.Command {
 			if len(data) > maxStdinWrite {
 				return grove.Errorf(grove.ErrTooLarge, "stdin is larger than %d bytes", maxStdinWrite)
 			}
-			if err := a.engine.WriteFile(ctx, args[0], args[1], data); err != nil {
+			if err := a.svc.WriteFile(ctx, args[0], args[1], data); err != nil {
 				return err
 			}
 			return c.done(map[string]any{"path": args[1], "bytes": len(data)}, fmt.Sprintf("wrote %d bytes to %s", len(data), args[1]))
@@ -133,7 +133,7 @@ func (c *cli) lsCmd() *cobra.Command {
 			if len(args) == 2 {
 				p = args[1]
 			}
-			ents, err := a.engine.ListDir(ctx, args[0], p, depth)
+			ents, err := a.svc.ListDir(ctx, args[0], p, depth)
 			if err != nil {
 				return err
 			}
@@ -163,7 +163,7 @@ func (c *cli) searchCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
 			req.Pattern = args[1]
-			res, err := a.engine.Search(ctx, args[0], req)
+			res, err := a.svc.Search(ctx, args[0], req)
 			if err != nil {
 				return err
 			}

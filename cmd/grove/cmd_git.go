@@ -15,7 +15,7 @@ func (c *cli) gitCmd() *cobra.Command {
 		Short: "Working-tree state",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			st, err := a.engine.Status(ctx, args[0])
+			st, err := a.svc.Status(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func (c *cli) gitCmd() *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
 			dreq.Paths = args[1:]
-			d, err := a.engine.Diff(ctx, args[0], dreq)
+			d, err := a.svc.Diff(ctx, args[0], dreq)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func (c *cli) gitCmd() *cobra.Command {
 		Short: "History",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			commits, err := a.engine.Log(ctx, args[0], limit, path)
+			commits, err := a.svc.Log(ctx, args[0], limit, path)
 			if err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ func (c *cli) gitCmd() *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
 			creq.Paths = args[1:]
-			res, err := a.engine.Commit(ctx, args[0], creq)
+			res, err := a.svc.Commit(ctx, args[0], creq)
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func (c *cli) gitCmd() *cobra.Command {
 				return err
 			}
 			preq.Token = tok
-			res, err := a.engine.Push(ctx, args[0], preq)
+			res, err := a.svc.Push(ctx, args[0], preq)
 			if err != nil {
 				return err
 			}
@@ -162,6 +162,9 @@ func (c *cli) reconcileCmd() *cobra.Command {
 		Short: "Compare the store with the disk and report differences",
 		Args:  cobra.NoArgs,
 		RunE: c.run(func(ctx context.Context, a *app, _ []string) error {
+			if a.engine == nil {
+				return grove.Errorf(grove.ErrNotSupported, "reconcile runs where the data lives; run it on the server")
+			}
 			rep, err := a.engine.Reconcile(ctx)
 			if err != nil {
 				return err

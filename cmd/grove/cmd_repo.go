@@ -23,7 +23,7 @@ func (c *cli) repoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := a.engine.EnsureRepo(engine.WithProgress(ctx, c.progress()), grove.EnsureRepoRequest{Repo: args[0], Ref: ref, Token: tok, Refresh: refresh})
+			rc, err := a.svc.EnsureRepo(engine.WithProgress(ctx, c.progress()), grove.EnsureRepoRequest{Repo: args[0], Ref: ref, Token: tok, Refresh: refresh})
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ func (c *cli) repoCmd() *cobra.Command {
 		Short: "List repo caches",
 		Args:  cobra.NoArgs,
 		RunE: c.run(func(ctx context.Context, a *app, _ []string) error {
-			rcs, err := a.engine.ListRepos(ctx)
+			rcs, err := a.svc.ListRepos(ctx)
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ func (c *cli) repoCmd() *cobra.Command {
 		Short: "Remove a repo cache (refused while workspaces use it, unless --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			if err := a.engine.RemoveRepo(ctx, args[0], force); err != nil {
+			if err := a.svc.RemoveRepo(ctx, args[0], force); err != nil {
 				return err
 			}
 			return c.done(map[string]any{"id": args[0], "removed": true}, "removed "+args[0])

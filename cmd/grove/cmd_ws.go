@@ -44,7 +44,7 @@ func (c *cli) wsCmd() *cobra.Command {
 				return err
 			}
 			req.Token = tok
-			ws, created, err := a.engine.Acquire(engine.WithProgress(ctx, c.progress()), req)
+			ws, created, err := a.svc.Acquire(engine.WithProgress(ctx, c.progress()), req)
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func (c *cli) wsCmd() *cobra.Command {
 			if !all && filter.User == "" {
 				filter.User = c.cfg.User
 			}
-			wss, err := a.engine.List(ctx, filter)
+			wss, err := a.svc.List(ctx, filter)
 			if err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ func (c *cli) wsCmd() *cobra.Command {
 		Short: "Show a workspace",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			ws, err := a.engine.Get(ctx, args[0])
+			ws, err := a.svc.Get(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func (c *cli) wsCmd() *cobra.Command {
 		Short: "Hibernate a workspace's runtime; the files stay",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			if err := a.engine.Release(ctx, args[0]); err != nil {
+			if err := a.svc.Release(ctx, args[0]); err != nil {
 				return err
 			}
 			return c.done(map[string]any{"id": args[0], "released": true}, "released "+args[0])
@@ -125,7 +125,7 @@ func (c *cli) wsCmd() *cobra.Command {
 		Short: "Destroy a workspace (its runtime and files; committed work stays in the cache)",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			if err := a.engine.Destroy(ctx, args[0]); err != nil {
+			if err := a.svc.Destroy(ctx, args[0]); err != nil {
 				return err
 			}
 			return c.done(map[string]any{"id": args[0], "destroyed": true}, "destroyed "+args[0])
@@ -137,7 +137,7 @@ func (c *cli) wsCmd() *cobra.Command {
 		Short: "Pin a workspace so eviction never touches it (--unpin to clear)",
 		Args:  cobra.ExactArgs(1),
 		RunE: c.run(func(ctx context.Context, a *app, args []string) error {
-			if err := a.engine.Pin(ctx, args[0], !unpin); err != nil {
+			if err := a.svc.Pin(ctx, args[0], !unpin); err != nil {
 				return err
 			}
 			return c.done(map[string]any{"id": args[0], "pinned": !unpin}, fmt.Sprintf("pinned=%v %s", !unpin, args[0]))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/grove-dev/grove"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,8 +18,10 @@ import (
 	"github.com/grove-dev/grove/store/sqlite"
 )
 
-// app is an opened, in-process Grove.
+// app is an opened Grove. svc is what commands use; engine is set only
+// in-process, for the commands that need the machine itself (reconcile).
 type app struct {
+	svc    grove.Service
 	engine *engine.Engine
 	close  func()
 }
@@ -62,7 +65,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		st.Close()
 		return nil, err
 	}
-	return &app{engine: eng, close: func() { st.Close() }}, nil
+	return &app{svc: eng, engine: eng, close: func() { st.Close() }}, nil
 }
 
 func openDriver(cfg config) (driver.Driver, error) {

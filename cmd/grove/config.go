@@ -22,6 +22,7 @@ type config struct {
 	AuthorName      string        // GROVE_AUTHOR_NAME: commit identity
 	AuthorEmail     string        // GROVE_AUTHOR_EMAIL
 	NoSync          bool          // GROVE_NO_SYNC: skip fsync on file writes (still atomic)
+	Image           string        // GROVE_IMAGE: agent image for the docker runtime (default: built by grove image build)
 	JSON            bool
 	Quiet           bool
 }
@@ -59,6 +60,7 @@ func loadConfig() config {
 		User:            envOr("GROVE_USER", envOr("USER", "grove")),
 		AuthorName:      envOr("GROVE_AUTHOR_NAME", "Grove Agent"),
 		AuthorEmail:     envOr("GROVE_AUTHOR_EMAIL", "agent@grove.invalid"),
+		Image:           os.Getenv("GROVE_IMAGE"),
 		NoSync:          envBool("GROVE_NO_SYNC"),
 	}
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {

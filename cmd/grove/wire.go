@@ -10,6 +10,7 @@ import (
 
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/bwrap"
+	"github.com/grove-dev/grove/driver/docker"
 	"github.com/grove-dev/grove/driver/subprocess"
 	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/fsops"
@@ -47,7 +48,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Identity: gitrepo.Identity{Name: cfg.AuthorName, Email: cfg.AuthorEmail},
 	}
 	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness}, fsops.Options{NoSync: cfg.NoSync})
-	drv, err := openDriver(cfg)
+	drv, err := openDriver(ctx, cfg)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -68,7 +69,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 	return &app{svc: eng, engine: eng, close: func() { st.Close() }}, nil
 }
 
-func openDriver(cfg config) (driver.Driver, error) {
+func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {
 	kind, err := cfg.pickRuntime()
 	if err != nil {
 		return nil, err
@@ -81,6 +82,8 @@ func openDriver(cfg config) (driver.Driver, error) {
 			return nil, err
 		}
 		return subprocess.New(subprocess.Options{AllowMutating: cfg.AllowUnisolated, HomeRoot: filepath.Join(cfg.Root, "runtime")}), nil
+	case "docker":
+		return docker.New(ctx, docker.Options{Image: cfg.Image})
 	}
 	return nil, fmt.Errorf("runtime %q is not available in this build", kind)
 }

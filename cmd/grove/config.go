@@ -54,7 +54,7 @@ func loadConfig() config {
 		Root:            envOr("GROVE_ROOT", defaultRoot()),
 		Runtime:         os.Getenv("GROVE_RUNTIME"),
 		AllowUnisolated: envBool("GROVE_ALLOW_UNISOLATED"),
-		Network:         envOr("GROVE_NETWORK", "none"),
+		Network:         os.Getenv("GROVE_NETWORK"),
 		Freshness:       5 * time.Minute,
 		BaseURL:         os.Getenv("GITHUB_BASE_URL"),
 		User:            envOr("GROVE_USER", envOr("USER", "grove")),

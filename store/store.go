@@ -24,6 +24,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/grove-dev/grove"
 )
@@ -61,4 +62,34 @@ type WorkspaceFilter struct {
 	User        string
 	Project     string
 	RepoCacheID string
+}
+
+// APIKey is an HTTP API key. Only the SHA-256 of the secret is stored; the
+// secret itself is shown once, when the key is created.
+type APIKey struct {
+	ID         string    // public identifier, safe to print
+	User       string    // the user every request with this key acts as
+	Admin      bool      // operators: see and manage every user's records
+	Hash       string    // hex SHA-256 of the secret; unique
+	CreatedAt  time.Time //
+	LastUsedAt time.Time // zero until first use (adapters may update lazily)
+	RevokedAt  time.Time // zero while the key is valid
+}
+
+// KeyStore is an optional interface of a Store: the API keys of the HTTP
+// server. It is discovered by type assertion so that adapters without it
+// still serve the in-process CLI.
+//
+//   - CreateAPIKey fails with grove.ErrConflict when the ID or Hash is
+//     taken, and grove.ErrInvalid when ID, User or Hash is empty.
+//   - GetAPIKeyByHash returns revoked keys too (callers check RevokedAt)
+//     and grove.ErrNotFound for unknown hashes.
+//   - ListAPIKeys orders by CreatedAt, then ID.
+//   - RevokeAPIKey sets RevokedAt; grove.ErrNotFound for unknown ids;
+//     revoking twice keeps the first time.
+type KeyStore interface {
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	GetAPIKeyByHash(ctx context.Context, hash string) (*APIKey, error)
+	ListAPIKeys(ctx context.Context) ([]*APIKey, error)
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
 }

@@ -33,6 +33,8 @@ type db struct {
 	mu     sync.RWMutex // guards data and closed
 	data   *state
 	closed bool
+
+	keys keys // API keys; not transactional
 }
 
 // txn is the private state of one (possibly nested) transaction.

@@ -81,8 +81,8 @@ func TestReopen(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 	}
-	if n := appliedMigrations(t, path); n != 1 {
-		t.Errorf("schema_migrations has %d rows, want 1", n)
+	if n := appliedMigrations(t, path); n != migrationFiles(t) {
+		t.Errorf("schema_migrations has %d rows, want %d", n, migrationFiles(t))
 	}
 }
 
@@ -105,8 +105,8 @@ func TestTwoStoresOneFile(t *testing.T) {
 	for _, s := range stores {
 		t.Cleanup(func() { s.Close() })
 	}
-	if n := appliedMigrations(t, path); n != 1 {
-		t.Errorf("schema_migrations has %d rows after two concurrent Opens, want 1", n)
+	if n := appliedMigrations(t, path); n != migrationFiles(t) {
+		t.Errorf("schema_migrations has %d rows after two concurrent Opens, want %d", n, migrationFiles(t))
 	}
 
 	w := seed(t, stores[0], 1)[0]
@@ -168,8 +168,8 @@ func TestOpenPaths(t *testing.T) {
 				if _, err := os.Stat(tc.path); err != nil {
 					t.Errorf("database file: %v", err)
 				}
-				if n := appliedMigrations(t, tc.path); n != 1 {
-					t.Errorf("schema_migrations at %q has %d rows, want 1", tc.path, n)
+				if n := appliedMigrations(t, tc.path); n != migrationFiles(t) {
+					t.Errorf("schema_migrations at %q has %d rows, want %d", tc.path, n, migrationFiles(t))
 				}
 			case err == nil:
 				s.Close()
@@ -197,4 +197,14 @@ func appliedMigrations(t *testing.T, path string) int {
 		t.Fatalf("count schema_migrations: %v", err)
 	}
 	return n
+}
+
+// migrationFiles counts the embedded migrations: each is applied once.
+func migrationFiles(t *testing.T) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("migrations: %v (%d files)", err, len(m))
+	}
+	return len(m)
 }

@@ -1,0 +1,212 @@
+package auth
+
+import (
+	"context"
+
+	"github.com/grove-dev/grove"
+)
+
+// Scope confines svc to what p may see and touch, so every transport
+// (HTTP handlers, the tool catalog, MCP) enforces the same rule in one
+// place:
+//
+//   - Acquire always acts as p.User, whatever the request says.
+//   - A workspace of another user answers ErrNotFound, exactly like an
+//     unknown id, so ids cannot be probed. Admins see every workspace.
+//   - Repo caches are shared between users, so a user sees the caches
+//     their own workspaces use; only admins remove caches (others get
+//     ErrNotFound for caches they cannot see, ErrForbidden otherwise).
+func Scope(svc grove.Service, p Principal) grove.Service {
+	return &scoped{svc: svc, p: p}
+}
+
+type scoped struct {
+	svc grove.Service
+	p   Principal
+}
+
+var _ grove.Service = (*scoped)(nil)
+
+// own returns the workspace id if p may use it.
+func (s *scoped) own(ctx context.Context, id string) (*grove.Workspace, error) {
+	ws, err := s.svc.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.p.Admin && ws.User != s.p.User {
+		return nil, grove.Errorf(grove.ErrNotFound, "workspace %s not found", clip(id))
+	}
+	return ws, nil
+}
+
+func (s *scoped) check(ctx context.Context, id string) error {
+	_, err := s.own(ctx, id)
+	return err
+}
+
+func (s *scoped) EnsureRepo(ctx context.Context, req grove.EnsureRepoRequest) (*grove.RepoCache, error) {
+	return s.svc.EnsureRepo(ctx, req)
+}
+
+func (s *scoped) visibleCaches(ctx context.Context) (map[string]bool, error) {
+	wss, err := s.svc.List(ctx, grove.WorkspaceFilter{User: s.p.User})
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, w := range wss {
+		ids[w.RepoCacheID] = true
+	}
+	return ids, nil
+}
+
+func (s *scoped) ListRepos(ctx context.Context) ([]*grove.RepoCache, error) {
+	all, err := s.svc.ListRepos(ctx)
+	if err != nil || s.p.Admin {
+		return all, err
+	}
+	vis, err := s.visibleCaches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []*grove.RepoCache{}
+	for _, c := range all {
+		if vis[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (s *scoped) RemoveRepo(ctx context.Context, id string, force bool) error {
+	if !s.p.Admin {
+		vis, err := s.visibleCaches(ctx)
+		if err != nil {
+			return err
+		}
+		if !vis[id] {
+			return grove.Errorf(grove.ErrNotFound, "repo cache %s not found", clip(id))
+		}
+		return grove.Errorf(grove.ErrForbidden, "repo caches are shared between users; only an admin removes them")
+	}
+	return s.svc.RemoveRepo(ctx, id, force)
+}
+
+func (s *scoped) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.Workspace, bool, error) {
+	req.User = s.p.User
+	return s.svc.Acquire(ctx, req)
+}
+
+func (s *scoped) Get(ctx context.Context, id string) (*grove.Workspace, error) { return s.own(ctx, id) }
+
+func (s *scoped) List(ctx context.Context, f grove.WorkspaceFilter) ([]*grove.Workspace, error) {
+	if !s.p.Admin {
+		f.User = s.p.User
+	}
+	return s.svc.List(ctx, f)
+}
+
+func (s *scoped) Release(ctx context.Context, id string) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.svc.Release(ctx, id)
+}
+
+func (s *scoped) Destroy(ctx context.Context, id string) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.svc.Destroy(ctx, id)
+}
+
+func (s *scoped) Pin(ctx context.Context, id string, pinned bool) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.svc.Pin(ctx, id, pinned)
+}
+
+func (s *scoped) Exec(ctx context.Context, id string, req grove.ExecRequest) (*grove.ExecResult, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Exec(ctx, id, req)
+}
+
+func (s *scoped) ExecStream(ctx context.Context, id string, req grove.ExecRequest, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.ExecStream(ctx, id, req, emit)
+}
+
+func (s *scoped) ReadFile(ctx context.Context, id, path string, maxBytes int64) ([]byte, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.ReadFile(ctx, id, path, maxBytes)
+}
+
+func (s *scoped) WriteFile(ctx context.Context, id, path string, data []byte) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.svc.WriteFile(ctx, id, path, data)
+}
+
+func (s *scoped) DeleteFile(ctx context.Context, id, path string) error {
+	if err := s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.svc.DeleteFile(ctx, id, path)
+}
+
+func (s *scoped) ListDir(ctx context.Context, id, path string, depth int) ([]grove.DirEntry, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.ListDir(ctx, id, path, depth)
+}
+
+func (s *scoped) Search(ctx context.Context, id string, req grove.SearchRequest) (*grove.SearchResult, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Search(ctx, id, req)
+}
+
+func (s *scoped) Status(ctx context.Context, id string) (*grove.Status, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Status(ctx, id)
+}
+
+func (s *scoped) Diff(ctx context.Context, id string, req grove.DiffRequest) (*grove.Diff, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Diff(ctx, id, req)
+}
+
+func (s *scoped) Log(ctx context.Context, id string, limit int, path string) ([]grove.Commit, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Log(ctx, id, limit, path)
+}
+
+func (s *scoped) Commit(ctx context.Context, id string, req grove.CommitRequest) (*grove.CommitResult, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Commit(ctx, id, req)
+}
+
+func (s *scoped) Push(ctx context.Context, id string, req grove.PushRequest) (*grove.PushResult, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Push(ctx, id, req)
+}

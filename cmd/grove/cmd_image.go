@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/docker/docker/client"
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver/docker"

@@ -120,11 +120,17 @@ func TestExistingBranchIsReattachedNotReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.eng.ReadFile(bg, ws.ID, "notes/todo.md", 0); err != nil { // remembered for reads
+		t.Fatal(err)
+	}
 	if err := f.eng.Destroy(bg, ws.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.eng.Get(bg, ws.ID); !errors.Is(err, grove.ErrNotFound) {
 		t.Fatalf("destroyed workspace still there: %v", err)
+	}
+	if _, err := f.eng.ReadFile(bg, ws.ID, "notes/todo.md", 0); !errors.Is(err, grove.ErrNotFound) {
+		t.Fatalf("read of a destroyed workspace: want ErrNotFound, got %v", err)
 	}
 	again, created, err := f.eng.Acquire(bg, editReq(src, "c1"))
 	if err != nil {

@@ -70,6 +70,8 @@ type Engine struct {
 	// runtimes remembers which workspaces already have a runtime so the
 	// exec path makes no store round trip; it is only a cache of the store.
 	runtimes sync.Map
+	// recent remembers workspaces for read paths; see placed.
+	recent sync.Map
 }
 
 var _ grove.Service = (*Engine)(nil)

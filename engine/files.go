@@ -15,7 +15,7 @@ const DefaultReadMax = 10 << 20
 
 // ReadFile implements grove.Service.
 func (e *Engine) ReadFile(ctx context.Context, id, path string, maxBytes int64) ([]byte, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, err := e.placed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (e *Engine) ReadFile(ctx context.Context, id, path string, maxBytes int64) 
 
 // ListDir implements grove.Service.
 func (e *Engine) ListDir(ctx context.Context, id, path string, depth int) ([]grove.DirEntry, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, err := e.placed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (e *Engine) ListDir(ctx context.Context, id, path string, depth int) ([]gro
 
 // Search implements grove.Service.
 func (e *Engine) Search(ctx context.Context, id string, req grove.SearchRequest) (*grove.SearchResult, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, err := e.placed(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 // Status implements grove.Service.
 func (e *Engine) Status(ctx context.Context, id string) (*grove.Status, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, err := e.placed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -18,7 +18,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*grove.Status, error) {
 
 // Diff implements grove.Service.
 func (e *Engine) Diff(ctx context.Context, id string, req grove.DiffRequest) (*grove.Diff, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, err := e.placed(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func (e *Engine) Diff(ctx context.Context, id string, req grove.DiffRequest) (*g
 
 // Log implements grove.Service.
 func (e *Engine) Log(ctx context.Context, id string, limit int, path string) ([]grove.Commit, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, err := e.placed(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,7 @@ func (e *Engine) Destroy(ctx context.Context, id string) error {
 		return err
 	}
 	e.runtimes.Delete(ws.ID)
+	e.forget(ws.ID)
 	if err := e.store.DeleteRuntime(ctx, ws.ID); err != nil && !errors.Is(err, grove.ErrNotFound) {
 		return err
 	}

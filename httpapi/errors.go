@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/tools"
+)
+
+// StatusOf maps an error's kind to an HTTP status. Choices worth noting:
+//   - ErrForbidden is 403, but another user's workspace is ErrNotFound
+//     (404) before it gets here, so ids cannot be probed.
+//   - ErrReadOnly is 409: the key is fine, the workspace's mode conflicts
+//     with the request (403 would read as "your key may not").
+//   - ErrAuthFailed is git's upstream authentication, not the API key:
+//     502, so clients do not drop their key.
+func StatusOf(err error) int {
+	switch grove.KindOf(err) {
+	case grove.ErrNotFound:
+		return http.StatusNotFound
+	case grove.ErrInvalid, grove.ErrPathOutside, grove.ErrIsDirectory:
+		return http.StatusBadRequest
+	case grove.ErrConflict, grove.ErrReadOnly, grove.ErrNothingToCommit:
+		return http.StatusConflict
+	case grove.ErrUnauthorized:
+		return http.StatusUnauthorized
+	case grove.ErrForbidden:
+		return http.StatusForbidden
+	case grove.ErrTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case grove.ErrResourceLimit:
+		return http.StatusTooManyRequests
+	case grove.ErrUnavailable:
+		return http.StatusServiceUnavailable
+	case grove.ErrTimeout:
+		return http.StatusGatewayTimeout
+	case grove.ErrNotSupported, grove.ErrNotInstalled:
+		return http.StatusNotImplemented
+	case grove.ErrRejected, grove.ErrBinaryFile:
+		return http.StatusUnprocessableEntity
+	case grove.ErrAuthFailed:
+		return http.StatusBadGateway
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody renders err in the one error shape. Errors of no kind are
+// internal: their text may hold paths, so it is replaced.
+func errorBody(err error, reqID string) ErrorBody {
+	code := grove.Code(err)
+	var te *tools.Error
+	if errors.As(err, &te) {
+		code = te.Code
+	}
+	msg := err.Error()
+	if grove.KindOf(err) == nil {
+		msg = "internal error"
+		if errors.Is(err, context.DeadlineExceeded) {
+			code, msg = "E_TIMEOUT", "deadline exceeded"
+		}
+	}
+	d := map[string]any{"request_id": reqID}
+	if te != nil && te.Hint != "" {
+		d["hint"] = te.Hint
+	}
+	return ErrorBody{Error: ErrorDetail{Code: code, Message: msg, Details: d}}
+}
+
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := StatusOf(err)
+	if status == http.StatusInternalServerError {
+		if l := loggerFrom(r.Context()); l != nil {
+			l.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()), "err", err)
+		}
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="grove"`)
+	}
+	writeJSON(w, status, errorBody(err, requestID(r.Context())))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/provider/local"
+	"github.com/grove-dev/grove/store"
 	"github.com/grove-dev/grove/store/sqlite"
 )
 
@@ -24,6 +25,7 @@ import (
 type app struct {
 	svc    grove.Service
 	engine *engine.Engine
+	store  store.Store // set only in-process: grove serve reads API keys from it
 	close  func()
 }
 
@@ -66,7 +68,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		st.Close()
 		return nil, err
 	}
-	return &app{svc: eng, engine: eng, close: func() { st.Close() }}, nil
+	return &app{svc: eng, engine: eng, store: st, close: func() { st.Close() }}, nil
 }
 
 func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {

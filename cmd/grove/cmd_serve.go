@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/auth"
+	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/store"
+	"github.com/grove-dev/grove/tools"
+	"github.com/spf13/cobra"
+)
+
+func (c *cli) serveCmd() *cobra.Command {
+	addr := envOr("GROVE_ADDR", "127.0.0.1:8787")
+	var maxExec int
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API and MCP (streamable HTTP) with bearer API keys",
+		Args:  cobra.NoArgs,
+		RunE: c.run(func(ctx context.Context, a *app, _ []string) error {
+			if a.engine == nil {
+				return grove.Errorf(grove.ErrInvalid, "grove serve runs the engine in-process; drop --server")
+			}
+			ks, ok := a.store.(store.KeyStore)
+			if !ok {
+				return grove.Errorf(grove.ErrNotSupported, "the store keeps no API keys")
+			}
+			rep, err := a.engine.Reconcile(ctx)
+			if err != nil {
+				return fmt.Errorf("reconcile: %w", err)
+			}
+			if rep.Empty() {
+				fmt.Fprintln(c.stderr, "reconcile: store and disk agree")
+			} else {
+				fmt.Fprintf(c.stderr, "reconcile: %d broken, %d unfinished workspaces; %d missing caches; %d orphan dirs (kept); %d stale locks removed; %d runtime records dropped\n",
+					len(rep.BrokenWorkspaces), len(rep.UnfinishedWorkspaces), len(rep.MissingCaches), len(rep.OrphanDirs), len(rep.RemovedLocks), len(rep.DroppedRuntimes))
+			}
+			ts := tools.New(tools.Options{})
+			defer ts.Close()
+			logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
+			h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: &auth.Keys{Store: ks}, Logger: logger, MaxExecPerUser: maxExec,
+				Ready: func(ctx context.Context) error { _, err := a.svc.ListRepos(ctx); return err }})
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return grove.Errorf(grove.ErrUnavailable, "listen on %s: %v", addr, err)
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			fmt.Fprintf(c.stdout, "grove serving on http://%s (OpenAPI at /v1/openapi.json)\n", ln.Addr())
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done(): // SIGINT or SIGTERM (main's NotifyContext)
+			}
+			fmt.Fprintf(c.stderr, "shutting down: waiting up to %s for requests in flight\n", grace)
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				// Past the deadline: closing the connections cancels the
+				// requests' contexts, which kills their commands.
+				srv.Close()
+				return fmt.Errorf("shutdown: %w", err)
+			}
+			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&addr, "addr", addr, "listen address (GROVE_ADDR)")
+	cmd.Flags().IntVar(&maxExec, "max-exec-per-user", 8, "concurrent commands per user; more get 429")
+	cmd.Flags().DurationVar(&grace, "shutdown-grace", 30*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
+	return cmd
+}

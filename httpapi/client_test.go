@@ -52,7 +52,10 @@ func TestClientEndToEnd(t *testing.T) {
 		{"missing file", func() error { _, err := alice.ReadFile(ctx, w.ID, "nope", 0); return err }(), grove.ErrNotFound},
 		{"escape", func() error { _, err := alice.ReadFile(ctx, w.ID, "../../etc/passwd", 0); return err }(), grove.ErrPathOutside},
 		{"nothing to commit", func() error { _, err := alice.Commit(ctx, w.ID, grove.CommitRequest{Message: "x"}); return err }(), grove.ErrNothingToCommit},
-		{"bad key", func() error { _, err := client.New(f.srv.URL, "grove_x", nil).List(ctx, grove.WorkspaceFilter{}); return err }(), grove.ErrUnauthorized},
+		{"bad key", func() error {
+			_, err := client.New(f.srv.URL, "grove_x", nil).List(ctx, grove.WorkspaceFilter{})
+			return err
+		}(), grove.ErrUnauthorized},
 	}
 	for _, k := range kinds {
 		if !errors.Is(k.err, k.kind) {

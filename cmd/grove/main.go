@@ -46,6 +46,7 @@ type cli struct {
 	stderr io.Writer
 	stdin  io.Reader
 	app    *app
+	server string // --server / GROVE_SERVER: use the HTTP API instead of the engine
 }
 
 func newRoot() *cobra.Command {
@@ -61,6 +62,8 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&c.cfg.Runtime, "runtime", c.cfg.Runtime, "runtime: bwrap, subprocess or docker; default bwrap where available (GROVE_RUNTIME)")
 	pf.BoolVar(&c.cfg.AllowUnisolated, "allow-unisolated", c.cfg.AllowUnisolated, "allow writable workspaces on an unisolated runtime (GROVE_ALLOW_UNISOLATED)")
 	pf.StringVar(&c.cfg.User, "user", c.cfg.User, "acting user (GROVE_USER)")
+	c.server = os.Getenv("GROVE_SERVER")
+	pf.StringVar(&c.server, "server", c.server, "Grove server URL; workspace commands use its HTTP API with GROVE_API_KEY (GROVE_SERVER)")
 	pf.BoolVar(&c.cfg.JSON, "json", false, "print JSON")
 	pf.BoolVarP(&c.cfg.Quiet, "quiet", "q", false, "no progress output")
 	root.AddCommand(c.repoCmd(), c.wsCmd(), c.execCmd(), c.readCmd(), c.writeCmd(), c.lsCmd(), c.searchCmd(), c.gitCmd(), c.reconcileCmd(), c.benchCmd(), c.imageCmd(), c.keysCmd(), c.serveCmd())
@@ -71,6 +74,13 @@ func newRoot() *cobra.Command {
 func (c *cli) open(ctx context.Context) (*app, error) {
 	if c.app != nil {
 		return c.app, nil
+	}
+	if c.server != "" {
+		a, err := openRemote(c.server)
+		if err == nil {
+			c.app = a
+		}
+		return a, err
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if os.Getenv("GROVE_LOG") != "" {

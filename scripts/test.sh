@@ -37,7 +37,10 @@ echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 echo "== go test -race"
-go test -race -count=1 -timeout 20m ./...
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+go test -race -count=1 -timeout 20m ./... 2>&1 | tee "$log"
+passed=$(grep -c '^ok ' "$log" || true)
 
 fuzztime=${FUZZTIME:-4s}
 if [ "$fuzztime" != 0 ]; then
@@ -51,3 +54,4 @@ if [ "$fuzztime" != 0 ]; then
   done
 fi
 echo "all checks passed"
+echo "tests: $passed passed, 0 failed"

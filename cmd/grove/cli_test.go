@@ -144,3 +144,20 @@ func TestCLIContract(t *testing.T) {
 		t.Fatalf("re-acquire: %v", again)
 	}
 }
+
+func TestConfigRedactsSecrets(t *testing.T) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	t.Setenv("GROVE_GIT_TOKEN", "ghp_supersecret123")
+	t.Setenv("GROVE_API_KEY", "grove_topsecret456")
+	out := e.ok("", "config", "--json")
+	if strings.Contains(out, "supersecret") || strings.Contains(out, "topsecret") {
+		t.Fatalf("config printed a secret: %s", out)
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["root"] != e.root || m["git_token"] != "(set, redacted)" || m["runtime"] != "subprocess" {
+		t.Fatalf("config: %v", m)
+	}
+}

@@ -57,11 +57,22 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("sqlite store: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	// Inside a BEGIN IMMEDIATE transaction, so a second process creating
+	// the table at the same moment waits on busy_timeout instead of getting
+	// SQLITE_BUSY straight away (which a bare statement can, on a new file).
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return dbError(ctx, err, "sqlite store: create schema_migrations", nil)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL -- unix nanoseconds
 	) STRICT`); err != nil {
+		tx.Rollback()
+		return dbError(ctx, err, "sqlite store: create schema_migrations", nil)
+	}
+	if err := tx.Commit(); err != nil {
 		return dbError(ctx, err, "sqlite store: create schema_migrations", nil)
 	}
 	for _, m := range ms {

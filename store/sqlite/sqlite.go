@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -81,7 +82,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
 
-	if err := migrate(ctx, db); err != nil {
+	if err := migrateRetrying(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -209,4 +210,22 @@ func (s *Store) savepoint(ctx context.Context, fn func(ctx context.Context, tx s
 		return dbError(ctx, err, "release savepoint", nil)
 	}
 	return nil
+}
+
+// migrateRetrying runs migrate, retrying for a few seconds while another
+// process holds the new file's lock: switching a fresh database to WAL takes
+// an exclusive lock for which SQLite does not always call the busy handler.
+func migrateRetrying(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := migrate(ctx, db)
+		if err == nil || !errors.Is(err, grove.ErrUnavailable) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -46,7 +46,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
@@ -86,13 +85,7 @@ type Driver struct {
 	nproc  bool // whether a process limit can be enforced at all
 	mounts []string
 
-	mu       sync.Mutex
-	runtimes map[string]*runtime
-}
-
-type runtime struct {
-	spec  driver.Spec
-	state driver.State
+	runtimes *procexec.Registry[struct{}]
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -114,7 +107,7 @@ func New(opt Options) (*Driver, error) {
 	if err != nil {
 		return nil, grove.Errorf(grove.ErrNotInstalled, "bwrap: bubblewrap is not installed (Debian package bubblewrap)")
 	}
-	d := &Driver{bin: path, shell: "sh", runtimes: map[string]*runtime{}}
+	d := &Driver{bin: path, shell: "sh", runtimes: procexec.NewRegistry[struct{}](Kind)}
 	if _, err := os.Stat("/bin/bash"); err == nil {
 		d.shell = "bash"
 	}
@@ -156,14 +149,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rt, ok := d.runtimes[spec.WorkspaceID]
-	if !ok {
-		rt = &runtime{spec: spec, state: driver.StateRunning}
-		d.runtimes[spec.WorkspaceID] = rt
-	}
-	return view(spec.WorkspaceID, rt), nil
+	return d.runtimes.Create(spec, nil)
 }
 
 func checkSpec(spec driver.Spec) error {
@@ -198,56 +184,25 @@ func checkSpec(spec driver.Spec) error {
 	return nil
 }
 
-func view(id string, rt *runtime) *driver.Runtime {
-	return &driver.Runtime{WorkspaceID: id, Kind: Kind, State: rt.state, Spec: rt.spec}
-}
-
-func (d *Driver) lookup(id string) (*runtime, error) {
-	rt, ok := d.runtimes[id]
-	if !ok {
-		return nil, grove.Errorf(grove.ErrNotFound, "bwrap: no runtime for workspace %q", id)
-	}
-	return rt, nil
-}
-
 // Get implements driver.Driver.
 func (d *Driver) Get(ctx context.Context, workspaceID string) (*driver.Runtime, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rt, err := d.lookup(workspaceID)
-	if err != nil {
-		return nil, err
-	}
-	return view(workspaceID, rt), nil
+	return d.runtimes.Get(workspaceID)
 }
 
 // Start implements driver.Driver.
 func (d *Driver) Start(ctx context.Context, workspaceID string) error {
-	return d.setState(workspaceID, driver.StateRunning)
+	return d.runtimes.SetState(workspaceID, driver.StateRunning)
 }
 
 // Stop implements driver.Driver. Sandboxes live only as long as their
 // command, so stopping only records the state.
 func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
-	return d.setState(workspaceID, driver.StateStopped)
-}
-
-func (d *Driver) setState(id string, s driver.State) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rt, err := d.lookup(id)
-	if err != nil {
-		return err
-	}
-	rt.state = s
-	return nil
+	return d.runtimes.SetState(workspaceID, driver.StateStopped)
 }
 
 // Destroy implements driver.Driver; the workspace's files stay.
 func (d *Driver) Destroy(ctx context.Context, workspaceID string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.runtimes, workspaceID)
+	d.runtimes.Remove(workspaceID)
 	return nil
 }
 
@@ -263,14 +218,7 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	rt, err := d.lookup(workspaceID)
-	var spec driver.Spec
-	if err == nil {
-		rt.state = driver.StateRunning
-		spec = rt.spec
-	}
-	d.mu.Unlock()
+	spec, _, err := d.runtimes.Resume(workspaceID)
 	if err != nil {
 		return nil, err
 	}

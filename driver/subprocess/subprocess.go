@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
@@ -33,23 +32,15 @@ type Options struct {
 
 // Driver runs commands as host processes.
 type Driver struct {
-	opt Options
-
-	mu       sync.Mutex
-	runtimes map[string]*runtime
-}
-
-type runtime struct {
-	spec  driver.Spec
-	state driver.State
-	home  string
+	opt      Options
+	runtimes *procexec.Registry[string] // extra: the runtime's private HOME
 }
 
 var _ driver.Driver = (*Driver)(nil)
 
 // New returns a subprocess driver.
 func New(opt Options) *Driver {
-	return &Driver{opt: opt, runtimes: map[string]*runtime{}}
+	return &Driver{opt: opt, runtimes: procexec.NewRegistry[string](Kind)}
 }
 
 // Kind implements driver.Driver.
@@ -81,76 +72,39 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if spec.Network != "" && spec.Network != driver.NetworkDefault {
 		return nil, grove.Errorf(grove.ErrNotSupported, "subprocess: network mode %q cannot be enforced by host processes", spec.Network)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if rt, ok := d.runtimes[spec.WorkspaceID]; ok {
-		return d.view(spec.WorkspaceID, rt), nil
-	}
-	home, err := os.MkdirTemp(d.opt.HomeRoot, "grove-home-")
-	if err != nil {
-		return nil, fmt.Errorf("subprocess: home directory: %w", err)
-	}
-	rt := &runtime{spec: spec, state: driver.StateRunning, home: home}
-	d.runtimes[spec.WorkspaceID] = rt
-	return d.view(spec.WorkspaceID, rt), nil
-}
-
-func (d *Driver) view(id string, rt *runtime) *driver.Runtime {
-	return &driver.Runtime{WorkspaceID: id, Kind: Kind, State: rt.state, Spec: rt.spec}
-}
-
-func (d *Driver) lookup(id string) (*runtime, error) {
-	rt, ok := d.runtimes[id]
-	if !ok {
-		return nil, grove.Errorf(grove.ErrNotFound, "subprocess: no runtime for workspace %q", id)
-	}
-	return rt, nil
+	return d.runtimes.Create(spec, func() (string, error) {
+		home, err := os.MkdirTemp(d.opt.HomeRoot, "grove-home-")
+		if err != nil {
+			return "", fmt.Errorf("subprocess: home directory: %w", err)
+		}
+		return home, nil
+	})
 }
 
 // Get implements driver.Driver.
 func (d *Driver) Get(ctx context.Context, workspaceID string) (*driver.Runtime, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rt, err := d.lookup(workspaceID)
-	if err != nil {
-		return nil, err
-	}
-	return d.view(workspaceID, rt), nil
+	return d.runtimes.Get(workspaceID)
 }
 
 // Start implements driver.Driver.
 func (d *Driver) Start(ctx context.Context, workspaceID string) error {
-	return d.setState(workspaceID, driver.StateRunning)
+	return d.runtimes.SetState(workspaceID, driver.StateRunning)
 }
 
 // Stop implements driver.Driver. Host processes hold no state between
 // commands, so stopping only records the state.
 func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
-	return d.setState(workspaceID, driver.StateStopped)
-}
-
-func (d *Driver) setState(id string, s driver.State) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rt, err := d.lookup(id)
-	if err != nil {
-		return err
-	}
-	rt.state = s
-	return nil
+	return d.runtimes.SetState(workspaceID, driver.StateStopped)
 }
 
 // Destroy implements driver.Driver. It removes the private HOME, never the
 // workspace.
 func (d *Driver) Destroy(ctx context.Context, workspaceID string) error {
-	d.mu.Lock()
-	rt, ok := d.runtimes[workspaceID]
-	delete(d.runtimes, workspaceID)
-	d.mu.Unlock()
+	home, ok := d.runtimes.Remove(workspaceID)
 	if !ok {
 		return nil
 	}
-	if err := os.RemoveAll(rt.home); err != nil {
+	if err := os.RemoveAll(home); err != nil {
 		return fmt.Errorf("subprocess: remove home: %w", err)
 	}
 	return nil
@@ -171,15 +125,7 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	rt, err := d.lookup(workspaceID)
-	var spec driver.Spec
-	var home string
-	if err == nil {
-		rt.state = driver.StateRunning // exec on a stopped runtime starts it
-		spec, home = rt.spec, rt.home
-	}
-	d.mu.Unlock()
+	spec, home, err := d.runtimes.Resume(workspaceID)
 	if err != nil {
 		return nil, err
 	}

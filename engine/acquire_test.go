@@ -323,3 +323,32 @@ func TestRemoveRepoRefusedWhileWorkspacesExist(t *testing.T) {
 		t.Fatalf("forced removal left the workspace: %v", err)
 	}
 }
+
+func TestConcurrentDestroysOfOneWorkspace(t *testing.T) {
+	f := newFixture(t)
+	src := sourceRepo(t)
+	ws, _, err := f.eng.Acquire(bg, editReq(src, "c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- f.eng.Destroy(bg, ws.ID) }()
+	}
+	wg.Wait()
+	close(errs)
+	ok := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, grove.ErrNotFound):
+			t.Errorf("a losing destroy: want ErrNotFound, got %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d destroys succeeded, want exactly 1", ok)
+	}
+}

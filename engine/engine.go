@@ -156,6 +156,29 @@ func (e *Engine) workspace(ctx context.Context, id string) (*grove.Workspace, er
 	return ws, nil
 }
 
+// locked takes the lock of workspace id — exclusive or shared — and then
+// reads its record, so the caller acts on the record as it is while the lock
+// is held (a Destroy that won the race is seen as ErrNotFound).
+func (e *Engine) locked(ctx context.Context, id string, exclusive bool) (*grove.Workspace, func(), error) {
+	if !validID("ws_", id) {
+		return nil, nil, grove.Errorf(grove.ErrNotFound, "workspace %q not found", id)
+	}
+	lock := e.locks.RLock
+	if exclusive {
+		lock = e.locks.Lock
+	}
+	unlock, err := lock(ctx, "ws:"+id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, err := e.store.GetWorkspace(ctx, id)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return ws, unlock, nil
+}
+
 func (e *Engine) cacheOf(ctx context.Context, ws *grove.Workspace) (*grove.RepoCache, error) {
 	c, err := e.store.GetRepoCache(ctx, ws.RepoCacheID)
 	if err != nil {

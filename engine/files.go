@@ -63,18 +63,14 @@ func (e *Engine) DeleteFile(ctx context.Context, id, path string) error {
 // mutate runs fn on a writable workspace under its exclusive lock and marks
 // the workspace dirty.
 func (e *Engine) mutate(ctx context.Context, id string, fn func(ws *grove.Workspace) error) error {
-	ws, err := e.workspace(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := ws.RequireWritable(); err != nil {
-		return err
-	}
-	unlock, err := e.locks.Lock(ctx, "ws:"+ws.ID)
+	ws, unlock, err := e.locked(ctx, id, true)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := ws.RequireWritable(); err != nil {
+		return err
+	}
 	if err := fn(ws); err != nil {
 		return err
 	}

@@ -76,10 +76,11 @@ func (e *Engine) Commit(ctx context.Context, id string, req grove.CommitRequest)
 // Push implements grove.Service: only the workspace's own branch is pushed,
 // with a token used for this call alone.
 func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*grove.PushResult, error) {
-	ws, err := e.workspace(ctx, id)
+	ws, unlock, err := e.locked(ctx, id, false)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	if err := ws.RequireWritable(); err != nil {
 		return nil, err
 	}
@@ -90,10 +91,5 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := e.locks.RLock(ctx, "ws:"+ws.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	return e.prov.Push(ctx, c, ws, req)
 }

@@ -41,11 +41,7 @@ func (e *Engine) List(ctx context.Context, f grove.WorkspaceFilter) ([]*grove.Wo
 // Release hibernates the workspace's runtime and records the workspace's
 // observed state; the files stay.
 func (e *Engine) Release(ctx context.Context, id string) error {
-	ws, err := e.workspace(ctx, id)
-	if err != nil {
-		return err
-	}
-	unlock, err := e.locks.Lock(ctx, "ws:"+ws.ID)
+	ws, unlock, err := e.locked(ctx, id, true)
 	if err != nil {
 		return err
 	}
@@ -105,11 +101,7 @@ func (e *Engine) saveBranch(ctx context.Context, ws *grove.Workspace) error {
 // commits stay in the cache, so acquiring the same key again re-attaches
 // them; uncommitted changes are gone.
 func (e *Engine) Destroy(ctx context.Context, id string) error {
-	ws, err := e.workspace(ctx, id)
-	if err != nil {
-		return err
-	}
-	unlock, err := e.locks.Lock(ctx, "ws:"+ws.ID)
+	ws, unlock, err := e.locked(ctx, id, true)
 	if err != nil {
 		return err
 	}

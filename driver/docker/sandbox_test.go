@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/docker"
+	"github.com/grove-dev/grove/driver/drivertest"
 )
 
 // ws creates a workspace runtime over a fresh directory owned by the
@@ -108,39 +108,6 @@ func TestHardening(t *testing.T) {
 	}
 }
 
-// listenOn opens a TCP listener on addr and reports whether anything
-// connected to it.
-func listenOn(t *testing.T, addr string) (int, func() bool) {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	got := make(chan struct{}, 1)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			select {
-			case got <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port, func() bool {
-		select {
-		case <-got:
-			return true
-		case <-time.After(300 * time.Millisecond):
-			return false
-		}
-	}
-}
-
 func probe(host string, port int) grove.ExecRequest {
 	return grove.ExecRequest{Argv: []string{"timeout", "3", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port)}}
 }
@@ -153,7 +120,7 @@ func probe(host string, port int) grove.ExecRequest {
 func TestNetworkModes(t *testing.T) {
 	d := newDriver(t, docker.Options{})
 	gw := bridgeGateway(t)
-	port, connected := listenOn(t, "0.0.0.0")
+	port, connected := drivertest.Listen(t, "0.0.0.0")
 	p := project(t)
 	none, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkNone })
 	def, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkDefault })
@@ -169,7 +136,7 @@ func TestNetworkModes(t *testing.T) {
 	if res := run(t, d, lim.WorkspaceID, probe(gw, port)); res.ExitCode == 0 {
 		t.Logf("limited: the host's wildcard listener at %s is reachable (host firewall rule not installed)", gw)
 	}
-	loPort, loConnected := listenOn(t, "127.0.0.1")
+	loPort, loConnected := drivertest.Listen(t, "127.0.0.1")
 	limNet, err := d.Client().NetworkInspect(context.Background(), "grove-limited", network.InspectOptions{})
 	if err != nil || len(limNet.IPAM.Config) == 0 {
 		t.Fatalf("inspect grove-limited: %v", err)

@@ -92,9 +92,10 @@ func (s *suite) isolated(t *testing.T) {
 	ro.ok(t, sh("echo scratch > /tmp/scratch && cat /tmp/scratch"))
 }
 
-// listen opens a TCP listener on the host's loopback and reports whether
-// anything connected to it.
-func listen(t *testing.T, addr string) (port int, connected func() bool) {
+// Listen opens a TCP listener on addr on the host and reports whether
+// anything connected to it: the probe of the network cases, exported for
+// adapters' own network tests.
+func Listen(t *testing.T, addr string) (port int, connected func() bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
@@ -135,7 +136,7 @@ func (s *suite) networkNone(t *testing.T) {
 	if s.h.HostAddress != nil {
 		host = s.h.HostAddress(t)
 	}
-	port, connected := listen(t, host)
+	port, connected := Listen(t, host)
 	connect := grove.ExecRequest{
 		Argv:    []string{"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port)},
 		Timeout: 10 * time.Second,

@@ -9,8 +9,9 @@ import (
 )
 
 // RW is a set of reader/writer locks keyed by string. Many readers of one key
-// proceed together; a writer excludes everyone else on that key. Different
-// keys never wait for each other.
+// proceed together; a writer excludes everyone else on that key. A waiting
+// writer holds back new readers, so a stream of read commands cannot starve
+// a write. Different keys never wait for each other.
 type RW struct {
 	mu    sync.Mutex
 	locks map[string]*entry
@@ -20,6 +21,7 @@ type entry struct {
 	refs    int           // holders and waiters; the entry is dropped at zero
 	readers int           // current readers
 	writer  bool          // a writer holds the key
+	waiting int           // writers waiting; new readers queue behind them
 	changed chan struct{} // closed and replaced whenever the state changes
 }
 
@@ -45,10 +47,14 @@ func (l *RW) acquire(ctx context.Context, key string, exclusive bool) (func(), e
 		l.locks[key] = e
 	}
 	e.refs++
+	if exclusive {
+		e.waiting++
+	}
 	for {
-		free := !e.writer && (!exclusive || e.readers == 0)
+		free := !e.writer && (exclusive && e.readers == 0 || !exclusive && e.waiting == 0)
 		if free {
 			if exclusive {
+				e.waiting--
 				e.writer = true
 			} else {
 				e.readers++
@@ -64,6 +70,12 @@ func (l *RW) acquire(ctx context.Context, key string, exclusive bool) (func(), e
 			l.mu.Lock()
 		case <-ctx.Done():
 			l.mu.Lock()
+			if exclusive {
+				// Readers held back for this writer may go now.
+				e.waiting--
+				close(e.changed)
+				e.changed = make(chan struct{})
+			}
 			l.drop(key, e)
 			l.mu.Unlock()
 			return nil, ctx.Err()

@@ -132,3 +132,75 @@ func TestUnlockTwiceIsHarmless(t *testing.T) {
 		t.Fatalf("entries leaked: %d", l.Len())
 	}
 }
+
+func TestWaitingWriterHoldsBackNewReaders(t *testing.T) {
+	var l RW
+	ctx := context.Background()
+	r1, _ := l.RLock(ctx, "k")
+	wrote := make(chan struct{})
+	go func() {
+		u, err := l.Lock(ctx, "k")
+		if err == nil {
+			close(wrote)
+			u()
+		}
+	}()
+	// Wait until the writer is queued.
+	for {
+		l.mu.Lock()
+		w := l.locks["k"].waiting
+		l.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.RLock(c, "k"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a new reader overtook a waiting writer: %v", err)
+	}
+	r1()
+	select {
+	case <-wrote:
+	case <-time.After(2 * time.Second):
+		t.Fatal("writer never got the lock")
+	}
+}
+
+func TestCancelledWriterReleasesHeldBackReaders(t *testing.T) {
+	var l RW
+	ctx := context.Background()
+	r1, _ := l.RLock(ctx, "k")
+	defer r1()
+	wctx, cancel := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	go func() { _, err := l.Lock(wctx, "k"); werr <- err }()
+	for {
+		l.mu.Lock()
+		w := l.locks["k"].waiting
+		l.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	got := make(chan struct{})
+	go func() {
+		u, err := l.RLock(ctx, "k")
+		if err == nil {
+			close(got)
+			u()
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-werr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("writer: %v", err)
+	}
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("a reader held back by a cancelled writer never proceeded")
+	}
+}

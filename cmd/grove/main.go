@@ -67,6 +67,7 @@ func newRoot() *cobra.Command {
 	pf.BoolVar(&c.cfg.JSON, "json", false, "print JSON")
 	pf.BoolVarP(&c.cfg.Quiet, "quiet", "q", false, "no progress output")
 	root.AddCommand(c.repoCmd(), c.wsCmd(), c.execCmd(), c.readCmd(), c.writeCmd(), c.lsCmd(), c.searchCmd(), c.gitCmd(), c.reconcileCmd(), c.benchCmd(), c.imageCmd(), c.keysCmd(), c.serveCmd(), c.configCmd())
+	root.AddCommand(c.mcpCmd())
 	return root
 }
 

@@ -31,6 +31,10 @@ var (
 	ErrNotInstalled    = errors.New("tool not installed")
 	ErrAuthFailed      = errors.New("authentication failed")
 	ErrNothingToCommit = errors.New("nothing to commit")
+	// ErrPlatformNotConfigured: no git hosting platform (GitHub, GitLab)
+	// is configured, so pull requests cannot be made. It is a kind of
+	// ErrNotSupported for callers that only know the general kinds.
+	ErrPlatformNotConfigured = fmt.Errorf("git platform not configured: %w", ErrNotSupported)
 )
 
 // kinds lists every kind with its stable code, in the order KindOf checks
@@ -47,6 +51,7 @@ var kinds = []struct {
 	{ErrTooLarge, "E_TOO_LARGE"},
 	{ErrNotInstalled, "E_NOT_INSTALLED"},
 	{ErrNothingToCommit, "E_NOTHING_TO_COMMIT"},
+	{ErrPlatformNotConfigured, "E_PLATFORM_NOT_CONFIGURED"},
 	{ErrNotFound, "E_NOT_FOUND"},
 	{ErrConflict, "E_CONFLICT"},
 	{ErrInvalid, "E_INVALID_ARGUMENT"},

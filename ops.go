@@ -188,4 +188,7 @@ type PushResult struct {
 	RemoteSHA     string `json:"remote_sha"`
 	CreatedBranch bool   `json:"created_branch"`
 	UpToDate      bool   `json:"up_to_date"`
+	// Credential is the kind of credential the push used (call, app,
+	// oauth, env or none) — never the credential itself.
+	Credential string `json:"credential,omitempty"`
 }

@@ -37,7 +37,7 @@ func StatusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case grove.ErrTimeout:
 		return http.StatusGatewayTimeout
-	case grove.ErrNotSupported, grove.ErrNotInstalled:
+	case grove.ErrNotSupported, grove.ErrNotInstalled, grove.ErrPlatformNotConfigured:
 		return http.StatusNotImplemented
 	case grove.ErrRejected, grove.ErrBinaryFile:
 		return http.StatusUnprocessableEntity

@@ -72,6 +72,10 @@ type Engine struct {
 	runtimes sync.Map
 	// recent remembers workspaces for read paths; see placed.
 	recent sync.Map
+	// lastExec is when each workspace last ran a command in this process;
+	// eviction reads it to find idle runtimes without a store write per
+	// command.
+	lastExec sync.Map // id -> time.Time
 }
 
 var _ grove.Service = (*Engine)(nil)

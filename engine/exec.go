@@ -63,6 +63,7 @@ func (e *Engine) exec(ctx context.Context, id string, req grove.ExecRequest, emi
 	if err := e.ensureRuntime(ctx, ws); err != nil {
 		return nil, err
 	}
+	e.lastExec.Store(ws.ID, e.now())
 	if emit != nil {
 		return e.drv.ExecStream(ctx, ws.ID, req, emit)
 	}

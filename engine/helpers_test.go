@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/subprocess"
@@ -31,6 +32,7 @@ type fixture struct {
 type fixtureOpt struct {
 	drv             driver.Driver
 	allowUnisolated bool
+	now             func() time.Time
 }
 
 func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
@@ -61,7 +63,7 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		o.allowUnisolated = true
 	}
 	st := memory.New()
-	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated})
+	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,11 @@ func (e *Engine) Release(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	return e.releaseHeld(ctx, ws)
+}
+
+// releaseHeld releases ws; the caller holds its exclusive lock.
+func (e *Engine) releaseHeld(ctx context.Context, ws *grove.Workspace) error {
 	if err := e.drv.Stop(ctx, ws.ID); err != nil && !errors.Is(err, grove.ErrNotFound) {
 		return err
 	}
@@ -106,6 +111,11 @@ func (e *Engine) Destroy(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
+	return e.destroyHeld(ctx, ws)
+}
+
+// destroyHeld destroys ws; the caller holds its exclusive lock.
+func (e *Engine) destroyHeld(ctx context.Context, ws *grove.Workspace) error {
 	if err := e.saveBranch(ctx, ws); err != nil {
 		return err
 	}

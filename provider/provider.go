@@ -53,6 +53,10 @@ type Provider interface {
 	// SaveBranch records ws's branch in the cache so a later workspace on
 	// the same branch re-attaches the committed work.
 	SaveBranch(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) error
+	// Snapshot saves everything in ws — committed or not — in the cache
+	// under a ref named for ws.ID, leaving ws untouched, and returns the
+	// ref. Eviction calls it before deleting a dirty workspace.
+	Snapshot(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (ref string, err error)
 	RemoveWorkspace(ctx context.Context, ws *grove.Workspace) error
 	// Exists reports whether ws's files are present.
 	Exists(ctx context.Context, ws *grove.Workspace) (bool, error)

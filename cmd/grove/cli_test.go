@@ -161,3 +161,20 @@ func TestConfigRedactsSecrets(t *testing.T) {
 		t.Fatalf("config: %v", m)
 	}
 }
+
+func TestEvictPassReportsAsJSON(t *testing.T) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	repo := gitRepo(t)
+	e.ok("", "ws", "acquire", "--repo", repo, "--mode", "analysis", "--json")
+	t.Setenv("GROVE_EVICT_ANALYSIS_TTL", "1ns")
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(e.ok("", "evict", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := rep["destroyed_workspaces"].([]any); len(d) != 1 {
+		t.Fatalf("evict with a 1ns analysis TTL: %v", rep)
+	}
+	if out := e.ok("", "ws", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("workspace still listed: %s", out)
+	}
+}

@@ -20,7 +20,7 @@ import (
 func (c *cli) serveCmd() *cobra.Command {
 	addr := envOr("GROVE_ADDR", "127.0.0.1:8787")
 	var maxExec int
-	var grace time.Duration
+	var grace, evictEvery time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API and MCP (streamable HTTP) with bearer API keys",
@@ -42,6 +42,11 @@ func (c *cli) serveCmd() *cobra.Command {
 			} else {
 				fmt.Fprintf(c.stderr, "reconcile: %d broken, %d unfinished workspaces; %d missing caches; %d orphan dirs (kept); %d stale locks removed; %d runtime records dropped\n",
 					len(rep.BrokenWorkspaces), len(rep.UnfinishedWorkspaces), len(rep.MissingCaches), len(rep.OrphanDirs), len(rep.RemovedLocks), len(rep.DroppedRuntimes))
+			}
+			if evictEvery > 0 {
+				ectx, stopEvict := context.WithCancel(ctx)
+				defer stopEvict()
+				go a.engine.RunEvictor(ectx, c.evictionPolicy(), evictEvery)
 			}
 			ts := tools.New(tools.Options{})
 			defer ts.Close()
@@ -78,6 +83,7 @@ func (c *cli) serveCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "addr", addr, "listen address (GROVE_ADDR)")
 	cmd.Flags().IntVar(&maxExec, "max-exec-per-user", 8, "concurrent commands per user; more get 429")
+	cmd.Flags().DurationVar(&evictEvery, "evict-every", 5*time.Minute, "how often the background evictor runs (0: never)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 30*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	return cmd
 }

@@ -66,7 +66,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&c.server, "server", c.server, "Grove server URL; workspace commands use its HTTP API with GROVE_API_KEY (GROVE_SERVER)")
 	pf.BoolVar(&c.cfg.JSON, "json", false, "print JSON")
 	pf.BoolVarP(&c.cfg.Quiet, "quiet", "q", false, "no progress output")
-	root.AddCommand(c.repoCmd(), c.wsCmd(), c.execCmd(), c.readCmd(), c.writeCmd(), c.lsCmd(), c.searchCmd(), c.gitCmd(), c.reconcileCmd(), c.benchCmd(), c.imageCmd(), c.keysCmd(), c.serveCmd(), c.configCmd())
+	root.AddCommand(c.repoCmd(), c.wsCmd(), c.execCmd(), c.readCmd(), c.writeCmd(), c.lsCmd(), c.searchCmd(), c.gitCmd(), c.reconcileCmd(), c.evictCmd(), c.benchCmd(), c.imageCmd(), c.keysCmd(), c.serveCmd(), c.configCmd())
 	root.AddCommand(c.mcpCmd())
 	return root
 }

@@ -104,6 +104,14 @@ func (p *Provider) SaveBranch(ctx context.Context, c *grove.RepoCache, ws *grove
 	return p.git.SaveBranch(ctx, c.LocalPath, ws.LocalPath, ws.Branch)
 }
 
+// Snapshot implements provider.Provider.
+func (p *Provider) Snapshot(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (string, error) {
+	if _, err := p.git.Snapshot(ctx, c.LocalPath, ws.LocalPath, ws.ID, "grove: work of workspace "+ws.ID+" saved before eviction"); err != nil {
+		return "", err
+	}
+	return gitrepo.SavedPrefix + ws.ID, nil
+}
+
 // RemoveWorkspace implements provider.Provider.
 func (p *Provider) RemoveWorkspace(ctx context.Context, ws *grove.Workspace) error {
 	p.forget(ws.LocalPath)

@@ -49,7 +49,16 @@ if [ "$fuzztime" != 0 ]; then
     pkg=./$(dirname "$file")
     for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
       echo "-- $pkg $fn"
-      go test -run='^$' -fuzz="^${fn}\$" -fuzztime="$fuzztime" "$pkg" >/dev/null
+      out=$(mktemp)
+      # A loaded 2-core machine can make the fuzzer's worker miss its
+      # deadline; run a failing target once more and fail only if it fails
+      # again, showing why.
+      if ! go test -run='^$' -fuzz="^${fn}\$" -fuzztime="$fuzztime" "$pkg" >"$out" 2>&1 &&
+         ! go test -run='^$' -fuzz="^${fn}\$" -fuzztime="$fuzztime" "$pkg" >"$out" 2>&1; then
+        tail -40 "$out"
+        exit 1
+      fi
+      rm -f "$out"
     done
   done
 fi

@@ -27,6 +27,7 @@ import (
 type fixture struct {
 	srv        *httptest.Server
 	alice, bob string // API keys
+	admin      string // an operator's key
 	revoked    string
 	repo       string // upstream repo path
 }
@@ -50,6 +51,7 @@ func newFixture(t *testing.T, opt httpapi.Options) *fixture {
 	ctx := context.Background()
 	_, f.alice, _ = keys.Create(ctx, "alice", false)
 	_, f.bob, _ = keys.Create(ctx, "bob", false)
+	_, f.admin, _ = keys.Create(ctx, "ops", true)
 	rec, rev, _ := keys.Create(ctx, "carol", false)
 	keys.Revoke(ctx, rec.ID)
 	f.revoked = rev

@@ -25,7 +25,7 @@ func TestSnapshotSavesEverythingAndTouchesNothing(t *testing.T) {
 	if _, err := g.CreateWorkspace(ctx, bare, ws, WorkspaceOptions{Branch: "agent/x"}); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("changed\n"), 0o644)      // unstaged
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("changed\n"), 0o644)     // unstaged
 	os.WriteFile(filepath.Join(ws, "new.txt"), []byte("untracked\n"), 0o644) // untracked
 	os.WriteFile(filepath.Join(ws, "noise.log"), []byte("ignored\n"), 0o644) // ignored
 	before := gitT(t, ws, "status", "--porcelain=v2", "--branch")

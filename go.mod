@@ -4,6 +4,8 @@ go 1.26.8
 
 require modernc.org/sqlite v1.62.0
 
+require github.com/google/go-querystring v1.2.0 // indirect
+
 require (
 	github.com/Microsoft/go-winio v0.6.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

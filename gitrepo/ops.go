@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -250,6 +251,30 @@ type PushOptions struct {
 	Token          string // per call; reaches git only through its environment
 	ForceWithLease bool   // overwrite the remote branch only if it is still where the cache last saw it
 	Progress       io.Writer
+	// Protected are branch names or path.Match patterns ("release/*")
+	// that must never be pushed to: the caller puts the base branch, the
+	// repository's default branch and configured patterns here. A match
+	// is grove.ErrForbidden before any network call.
+	Protected []string
+	// NoSetUpstream skips recording the pushed branch as the upstream
+	// (refs/remotes/origin/<branch> and branch.<branch>.merge), which is
+	// otherwise done after every successful push so status shows
+	// ahead/behind and the next force-with-lease leases against it.
+	NoSetUpstream bool
+}
+
+// CheckProtected returns grove.ErrForbidden when branch matches one of
+// the protected names or patterns.
+func CheckProtected(branch string, protected []string) error {
+	for _, p := range protected {
+		if p == "" {
+			continue
+		}
+		if ok, err := path.Match(p, branch); p == branch || (err == nil && ok) {
+			return grove.Errorf(grove.ErrForbidden, "branch %q is protected (%s): push your work on a branch of its own", branch, p)
+		}
+	}
+	return nil
 }
 
 // Push sends refs/heads/<branch> of the workspace — and nothing else — to
@@ -264,6 +289,9 @@ func (g *Git) Push(ctx context.Context, dir, remoteURL, branch string, opt PushO
 		return nil, err
 	}
 	if err := checkPushURL(remoteURL); err != nil {
+		return nil, err
+	}
+	if err := CheckProtected(branch, opt.Protected); err != nil {
 		return nil, err
 	}
 	env := workEnv(dir)
@@ -299,12 +327,34 @@ func (g *Git) Push(ctx context.Context, dir, remoteURL, branch string, opt PushO
 	if !found {
 		return nil, grove.Errorf(grove.ErrUnavailable, "push of %s: git reported no status for the branch", branch)
 	}
+	if !opt.NoSetUpstream {
+		if err := g.setUpstream(ctx, dir, branch, local); err != nil {
+			return nil, err
+		}
+	}
 	return &grove.PushResult{
 		Branch:        branch,
 		RemoteSHA:     local,
 		CreatedBranch: flag == '*',
 		UpToDate:      flag == '=',
 	}, nil
+}
+
+// setUpstream records what the remote now holds. The workspace's origin is
+// the cache (a path, never a URL with credentials), so the upstream is
+// origin/<branch>, and its tracking ref is set to the pushed commit.
+func (g *Git) setUpstream(ctx context.Context, dir, branch, sha string) error {
+	env := workEnv(dir)
+	for _, args := range [][]string{
+		{"update-ref", "-m", "grove push", "--end-of-options", "refs/remotes/origin/" + branch, sha},
+		{"config", "--local", "branch." + branch + ".remote", "origin"},
+		{"config", "--local", "branch." + branch + ".merge", "refs/heads/" + branch},
+	} {
+		if _, err := g.run(ctx, call{args: args, dir: dir, env: env}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parsePushPorcelain finds ref's line in `git push --porcelain` output:

@@ -50,6 +50,7 @@ and prints min/p50/p95/p99 and the p50 ratio. Uses a fresh root under --work;
 	f.IntVar(&o.agents, "agents", 32, "concurrent agents, each on its own branch")
 	f.IntVar(&o.execs, "execs", 20, "commands per agent")
 	f.StringVar(&o.pattern, "pattern", "func New", "search pattern")
+	cmd.AddCommand(c.benchHTTPCmd())
 	return cmd
 }
 

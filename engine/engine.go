@@ -27,9 +27,11 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/credentials"
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/internal/keylock"
+	"github.com/grove-dev/grove/platform"
 	"github.com/grove-dev/grove/provider"
 	"github.com/grove-dev/grove/store"
 )
@@ -52,6 +54,21 @@ type Config struct {
 	Network driver.NetworkMode
 	Limits  driver.Limits
 	Image   string
+
+	// Credentials resolves the token of each push and platform call
+	// (per-call → GitHub App → OAuth → env); nil uses only per-call
+	// tokens.
+	Credentials *credentials.Chain
+	// Platform serves pull requests; nil means none is configured
+	// (grove.ErrPlatformNotConfigured).
+	Platform platform.Platform
+	// ProtectedBranches are names or path.Match patterns never pushed to,
+	// besides the workspace's base branch and the repository's default
+	// branch, which are always refused.
+	ProtectedBranches []string
+	// BotIdentity authors commits whose request names no author (for a
+	// GitHub App: "<slug>[bot]" and its noreply address).
+	BotIdentity gitrepo.Identity
 
 	Logger *slog.Logger
 	Now    func() time.Time

@@ -2,8 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/credentials"
 	"github.com/grove-dev/grove/gitrepo"
 )
 
@@ -52,6 +57,9 @@ func (e *Engine) Commit(ctx context.Context, id string, req grove.CommitRequest)
 	if req.Message == "" {
 		return nil, grove.Errorf(grove.ErrInvalid, "empty commit message")
 	}
+	if req.AuthorName == "" && req.AuthorEmail == "" && e.cfg.BotIdentity.Name != "" {
+		req.AuthorName, req.AuthorEmail = e.cfg.BotIdentity.Name, e.cfg.BotIdentity.Email
+	}
 	var res *grove.CommitResult
 	err := e.mutate(ctx, id, func(ws *grove.Workspace) error {
 		var err error
@@ -74,7 +82,11 @@ func (e *Engine) Commit(ctx context.Context, id string, req grove.CommitRequest)
 }
 
 // Push implements grove.Service: only the workspace's own branch is pushed,
-// with a token used for this call alone.
+// never its base branch, the repository's default branch or a configured
+// protected pattern (refused before any network call). The token comes
+// from the credential chain; a rejected App or GH_TOKEN_LIST token is
+// replaced once and the push retried, so a token expiring mid-session
+// costs one round trip rather than the push.
 func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*grove.PushResult, error) {
 	ws, unlock, err := e.locked(ctx, id, false)
 	if err != nil {
@@ -91,5 +103,75 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 	if err != nil {
 		return nil, err
 	}
-	return e.prov.Push(ctx, c, ws, req)
+	if err := gitrepo.CheckProtected(ws.Branch, e.protected(ws, c)); err != nil {
+		return nil, err
+	}
+	var res *grove.PushResult
+	kind, err := e.withCredential(ctx, ws, req.Token, func(token string) error {
+		r := req
+		r.Token = token
+		var err error
+		res, err = e.prov.Push(ctx, c, ws, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Credential = string(kind)
+	e.log.Info("push", "workspace", ws.ID, "branch", ws.Branch, "credential", kind)
+	return res, nil
+}
+
+// protected lists what ws must never push to: configured patterns, its
+// base branch and the cache's default branch (the remote's HEAD, recorded
+// at clone time).
+func (e *Engine) protected(ws *grove.Workspace, c *grove.RepoCache) []string {
+	out := append([]string(nil), e.cfg.ProtectedBranches...)
+	if b := strings.TrimPrefix(ws.BaseRef, "refs/heads/"); b != "" && b != "HEAD" {
+		out = append(out, b)
+	}
+	if b := cacheDefaultBranch(c); b != "" {
+		out = append(out, b)
+	}
+	return out
+}
+
+// cacheDefaultBranch reads the bare cache's HEAD symref without a git
+// call; "" when the cache is not local or HEAD is detached.
+func cacheDefaultBranch(c *grove.RepoCache) string {
+	if c.LocalPath == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(c.LocalPath, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: refs/heads/")
+	if !ok {
+		return ""
+	}
+	return ref
+}
+
+// withCredential resolves the credential for ws's repository and runs fn
+// with its token; when fn fails authentication with a credential its
+// source can replace (an App token, a GH_TOKEN_LIST entry), it is marked
+// failed and fn runs once more with the next one.
+func (e *Engine) withCredential(ctx context.Context, ws *grove.Workspace, callToken string, fn func(token string) error) (credentials.Kind, error) {
+	creq := credentials.Request{Repo: ws.Repo, User: ws.User, Token: callToken}
+	for attempt := 0; ; attempt++ {
+		cred, err := e.cfg.Credentials.Resolve(ctx, creq)
+		if err != nil {
+			return "", err
+		}
+		err = fn(cred.Token)
+		if err == nil {
+			return cred.Kind, nil
+		}
+		if attempt < 2 && errors.Is(err, grove.ErrAuthFailed) && cred.Failed() {
+			e.log.Warn("credential rejected; trying the next", "workspace", ws.ID, "credential", cred.Kind)
+			continue
+		}
+		return cred.Kind, err
+	}
 }

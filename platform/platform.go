@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/grove-dev/grove"
 )
@@ -147,4 +148,24 @@ func ValidateText(what, s string, required bool) error {
 		}
 	}
 	return nil
+}
+
+// ValidateComment checks a comment before any network call.
+func ValidateComment(req grove.CommentRequest) error {
+	switch {
+	case req.Number <= 0:
+		return grove.Errorf(grove.ErrInvalid, "pull request number must be positive")
+	case strings.TrimSpace(req.Body) == "":
+		return grove.Errorf(grove.ErrInvalid, "comment body is empty")
+	case len(req.Body) > MaxBody:
+		return grove.Errorf(grove.ErrInvalid, "comment body is %d bytes; the limit is %d", len(req.Body), MaxBody)
+	case (req.Path == "") != (req.Line == 0):
+		return grove.Errorf(grove.ErrInvalid, "an inline comment needs both path and line; a top-level one neither")
+	case req.Line < 0:
+		return grove.Errorf(grove.ErrInvalid, "line must be positive")
+	}
+	if req.CommitID != "" && (len(req.CommitID) < 7 || len(req.CommitID) > 64 || strings.Trim(req.CommitID, "0123456789abcdef") != "") {
+		return grove.Errorf(grove.ErrInvalid, "commit_id must be a hex commit sha")
+	}
+	return ValidateText("path", req.Path, false)
 }

@@ -138,7 +138,7 @@ func toPR(pr *gh.PullRequest, created bool) *grove.PullRequest {
 
 // CommentPullRequest implements platform.Platform.
 func (c *Client) CommentPullRequest(ctx context.Context, repo grove.RepoID, token string, req grove.CommentRequest) (*grove.Comment, error) {
-	if err := ValidateComment(req); err != nil {
+	if err := platform.ValidateComment(req); err != nil {
 		return nil, err
 	}
 	tctx := withToken(ctx, token)
@@ -191,24 +191,4 @@ func (c *Client) CommentPullRequest(ctx context.Context, repo grove.RepoID, toke
 		return nil, mapErr("inline comment", repo, err)
 	}
 	return &grove.Comment{ID: cm.GetID(), URL: cm.GetHTMLURL()}, nil
-}
-
-// ValidateComment checks a comment before any network call.
-func ValidateComment(req grove.CommentRequest) error {
-	switch {
-	case req.Number <= 0:
-		return grove.Errorf(grove.ErrInvalid, "pull request number must be positive")
-	case strings.TrimSpace(req.Body) == "":
-		return grove.Errorf(grove.ErrInvalid, "comment body is empty")
-	case len(req.Body) > platform.MaxBody:
-		return grove.Errorf(grove.ErrInvalid, "comment body is %d bytes; the limit is %d", len(req.Body), platform.MaxBody)
-	case (req.Path == "") != (req.Line == 0):
-		return grove.Errorf(grove.ErrInvalid, "an inline comment needs both path and line; a top-level one neither")
-	case req.Line < 0:
-		return grove.Errorf(grove.ErrInvalid, "line must be positive")
-	}
-	if req.CommitID != "" && (len(req.CommitID) < 7 || len(req.CommitID) > 64 || strings.Trim(req.CommitID, "0123456789abcdef") != "") {
-		return grove.Errorf(grove.ErrInvalid, "commit_id must be a hex commit sha")
-	}
-	return platform.ValidateText("path", req.Path, false)
 }

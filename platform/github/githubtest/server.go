@@ -76,13 +76,13 @@ type Server struct {
 	Tokens   map[string]bool
 	ReadOnly map[string]bool
 
-	mu       sync.Mutex
-	repos    map[string]*Repo
-	prs      map[string][]*PR
-	minted   map[string]*token
-	nextID   int64
-	fail     []int
-	paths    []string
+	mu     sync.Mutex
+	repos  map[string]*Repo
+	prs    map[string][]*PR
+	minted map[string]*token
+	nextID int64
+	fail   []int
+	paths  []string
 }
 
 // New starts a server; close it with Close (t.Cleanup).

@@ -23,7 +23,7 @@ func benchWorkspace(b *testing.B, d *docker.Driver, project string) driver.Spec 
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	ownForAgent(b, d, dir)
+	ownForAgent(b, dir)
 	spec := driver.Spec{WorkspaceID: fmt.Sprintf("bench-%d", seq()), User: "bench", Project: project, WorkDir: dir, Writable: true}
 	if _, err := d.Create(context.Background(), spec); err != nil {
 		b.Fatal(err)
@@ -65,7 +65,7 @@ func BenchmarkColdExec(b *testing.B) {
 	d := newDriver(b, docker.Options{})
 	dir := filepath.Join(b.TempDir(), "ws")
 	os.Mkdir(dir, 0o755)
-	ownForAgent(b, d, dir)
+	ownForAgent(b, dir)
 	for i := 0; b.Loop(); i++ {
 		spec := driver.Spec{WorkspaceID: fmt.Sprintf("cold-%d", i), User: "bench", Project: "cold", WorkDir: dir, Writable: true}
 		if _, err := d.Create(context.Background(), spec); err != nil {

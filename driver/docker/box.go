@@ -114,8 +114,21 @@ func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container
 		return nil
 	}
 	for _, s := range list {
-		if err := add(s.WorkDir, !s.Writable || d.ro); err != nil {
+		ro := !s.Writable || d.ro
+		if err := add(s.WorkDir, ro); err != nil {
 			return nil, nil, err
+		}
+		if !ro {
+			// Every directory between the workspace and a protected path
+			// is mounted over itself, so it is a mount point that a
+			// command cannot rename away (mv .git .git.old would
+			// otherwise carry the read-only config along and leave host
+			// git a .git of the command's making).
+			for _, p := range pinnedDirs(s.WorkDir, s.ProtectedPaths) {
+				if err := add(p, false); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 		for _, p := range s.ReadOnlyPaths {
 			if err := add(p, true); err != nil {
@@ -180,6 +193,23 @@ func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container
 		},
 	}
 	return cfg, hc, nil
+}
+
+// pinnedDirs lists every directory strictly between root and a protected
+// path.
+func pinnedDirs(root string, protected []string) []string {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, p := range protected {
+		for d := filepath.Dir(p); d != root && strings.HasPrefix(d, root+"/"); d = filepath.Dir(d) {
+			if !seen[d] {
+				seen[d] = true
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	sort.Strings(dirs)
+	return dirs
 }
 
 func networkMode(m driver.NetworkMode) string {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -67,23 +70,30 @@ func newDriver(t testing.TB, opts docker.Options) *docker.Driver {
 	return d
 }
 
-// ownForAgent hands a test workspace to uid 1000, which commands run as
-// when the test runs as root; a non-root server's workspaces already belong
-// to the uid its commands run as.
-func ownForAgent(t testing.TB, d *docker.Driver, dir string) {
+// ownForAgent hands a test workspace tree to uid 1000, which commands run
+// as when the test runs as root; a non-root server's workspaces already
+// belong to the uid its commands run as.
+func ownForAgent(t testing.TB, dir string) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return
 	}
-	if err := os.Chown(dir, 1000, 1000); err != nil {
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Lchown(p, 1000, 1000)
+		}
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
 
 // project gives each test its own (user, project) pair, so a test's
-// containers are its own even when cases run in parallel.
+// containers are its own even when cases run in parallel, and the pid keeps
+// them apart from another test process's on the same engine.
 func project(t testing.TB) string {
-	sum := sha256.Sum256([]byte(t.Name()))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", os.Getpid(), t.Name())))
 	return "proj-" + hex.EncodeToString(sum[:6])
 }
 
@@ -92,7 +102,7 @@ func TestConformance(t *testing.T) {
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t *testing.T) driver.Driver { return newDriver(t, docker.Options{}) },
 		Spec: func(t *testing.T, dir string) driver.Spec {
-			ownForAgent(t, nil, dir)
+			ownForAgent(t, dir)
 			return driver.Spec{User: "conformance", Project: project(t)}
 		},
 		Restricted:  func(t *testing.T) driver.Driver { return newDriver(t, docker.Options{ReadOnly: true}) },

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,9 +28,9 @@ func ws(t *testing.T, d *docker.Driver, user, project string, mod func(*driver.S
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ownForAgent(t, d, dir)
+	ownForAgent(t, dir)
 	spec := driver.Spec{
-		WorkspaceID: fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), seq()),
+		WorkspaceID: fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid(), seq()),
 		User:        user, Project: project, WorkDir: dir, Writable: true,
 	}
 	if mod != nil {
@@ -223,13 +222,15 @@ func TestForkBombAndMemoryHogStayInTheirContainer(t *testing.T) {
 	ok(t, d, bad.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
 }
 
-// TestUsersAreSeparated: two users of one project never share a container
-// nor see each other's workspace.
-func TestUsersAreSeparated(t *testing.T) {
+// TestOneContainerPerPair: the docker side of the conformance suite's
+// Isolation/UsersSeparated — two users of one project get a container each,
+// while one user's workspaces of a project share one and see each other
+// (by design: the same user owns both).
+func TestOneContainerPerPair(t *testing.T) {
 	d := newDriver(t, docker.Options{})
 	p := project(t)
 	a, adir := ws(t, d, "alice", p, nil)
-	b, bdir := ws(t, d, "bob", p, nil)
+	b, _ := ws(t, d, "bob", p, nil)
 	a2, a2dir := ws(t, d, "alice", p, nil)
 	ra, _ := d.Get(context.Background(), a.WorkspaceID)
 	rb, _ := d.Get(context.Background(), b.WorkspaceID)
@@ -240,103 +241,15 @@ func TestUsersAreSeparated(t *testing.T) {
 	if ra.BackendID != ra2.BackendID {
 		t.Fatal("alice's two workspaces of one project are in different containers")
 	}
-	if err := os.WriteFile(filepath.Join(bdir, "secret"), []byte("bob's"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := run(t, d, a.WorkspaceID, grove.ExecRequest{Argv: []string{"cat", filepath.Join(bdir, "secret")}})
-	if res.ExitCode == 0 {
-		t.Fatal("alice read bob's file")
-	}
-	// The sibling workspace of the same pair is visible, by design.
 	ok(t, d, a.WorkspaceID, grove.ExecRequest{Argv: []string{"test", "-d", a2dir}})
 	ok(t, d, a2.WorkspaceID, grove.ExecRequest{Argv: []string{"test", "-d", adir}})
 }
 
-// TestWorkspaceIsolationAttack: from inside, the cache's objects and refs,
-// the workspace's protected git config and hooks, and another project's
-// workspace cannot be changed.
-func TestWorkspaceIsolationAttack(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	d := newDriver(t, docker.Options{})
-	root := t.TempDir()
-	cache := filepath.Join(root, "cache.git")
-	gitRun(t, gitBin, root, "init", "-q", "--bare", cache)
-	src := filepath.Join(root, "src")
-	gitRun(t, gitBin, root, "init", "-q", src)
-	os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644)
-	gitRun(t, gitBin, src, "add", "f")
-	gitRun(t, gitBin, src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
-	gitRun(t, gitBin, src, "push", "-q", cache, "HEAD:refs/heads/main")
-
-	other, otherDir := ws(t, d, "u", project(t)+"-other", nil)
-	_ = other
-	spec, dir := ws(t, d, "u", project(t), func(s *driver.Spec) {
-		wsdir := s.WorkDir
-		gitRun(t, gitBin, root, "clone", "-q", "--shared", cache, wsdir+".tmp")
-		os.RemoveAll(wsdir)
-		os.Rename(wsdir+".tmp", wsdir)
-		chownR(t, wsdir)
-		s.ReadOnlyPaths = []string{cache}
-		s.ProtectedPaths = []string{filepath.Join(wsdir, ".git", "config"), filepath.Join(wsdir, ".git", "hooks")}
-	})
-	// The workspace itself works: commit inside with the borrowed objects.
-	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "echo y > g && git add g && git commit -qm inside && git log --oneline | wc -l"})
-
-	attacks := []struct{ name, script string }{
-		{"cache ref", "git --git-dir=" + cache + " update-ref refs/heads/main HEAD~0 2>&1 || exit 1; echo changed"},
-		{"cache object", "echo evil > " + cache + "/objects/evil"},
-		{"cache packed refs", "echo x >> " + cache + "/HEAD"},
-		{"protected config", "echo '[core] fsmonitor = evil' >> .git/config"},
-		{"protected hooks", "echo evil > .git/hooks/pre-commit"},
-		{"other project's workspace", "echo evil > " + otherDir + "/planted"},
-	}
-	for _, a := range attacks {
-		t.Run(a.name, func(t *testing.T) {
-			res := run(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: a.script})
-			if res.ExitCode == 0 {
-				t.Fatalf("attack succeeded: %s", res.Stdout)
-			}
-		})
-	}
-	if _, err := os.Stat(filepath.Join(otherDir, "planted")); err == nil {
-		t.Fatal("file planted in another project's workspace")
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, ".git", "config")); bytes.Contains(b, []byte("evil")) {
-		t.Fatal(".git/config was changed")
-	}
-}
-
-func gitRun(t *testing.T, bin, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
-func chownR(t *testing.T, dir string) {
-	t.Helper()
-	if os.Getuid() != 0 {
-		return
-	}
-	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err == nil {
-			err = os.Lchown(p, 1000, 1000)
-		}
-		return err
-	})
-}
-
-// TestHibernateResumeKeepsFilesAndBranch: Stop really stops the container;
-// the next exec resumes it with files and branch state intact.
-func TestHibernateResumeKeepsFilesAndBranch(t *testing.T) {
+// TestStopStopsTheContainer: the conformance suite checks that files and
+// branch survive Stop; this checks Stop really stops the container.
+func TestStopStopsTheContainer(t *testing.T) {
 	d := newDriver(t, docker.Options{})
 	spec, _ := ws(t, d, "u", project(t), nil)
-	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "git init -q -b agent/x . && echo v > f && git add f && git commit -qm one"})
 	if err := d.Stop(context.Background(), spec.WorkspaceID); err != nil {
 		t.Fatal(err)
 	}
@@ -345,9 +258,9 @@ func TestHibernateResumeKeepsFilesAndBranch(t *testing.T) {
 	if err != nil || ins.State.Running {
 		t.Fatalf("container still running after Stop: %v", err)
 	}
-	res := ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "git rev-parse --abbrev-ref HEAD; cat f; git log --oneline | wc -l"})
-	if got := string(res.Stdout); got != "agent/x\nv\n1\n" {
-		t.Fatalf("after resume: %q", got)
+	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Argv: []string{"true"}})
+	if ins, err := d.Client().ContainerInspect(context.Background(), rt.BackendID); err != nil || !ins.State.Running {
+		t.Fatalf("container not running after an exec resumed it: %v", err)
 	}
 }
 
@@ -372,7 +285,10 @@ func TestAdoptAndReconcile(t *testing.T) {
 	if r3, _ := d2.Get(context.Background(), keep.WorkspaceID); r3.BackendID != r1.BackendID {
 		t.Fatal("Create after adoption made a duplicate container")
 	}
-	rep, err := d2.Reconcile(context.Background(), func(id string) bool { return id == keep.WorkspaceID })
+	// Only this test's workspaces are forgotten: d2 adopted every grove
+	// container on the engine, including other test processes'.
+	mine := map[string]bool{keep.WorkspaceID: true, drop.WorkspaceID: true, lone.WorkspaceID: true}
+	rep, err := d2.Reconcile(context.Background(), func(id string) bool { return id == keep.WorkspaceID || !mine[id] })
 	if err != nil {
 		t.Fatal(err)
 	}

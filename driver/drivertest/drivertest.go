@@ -12,8 +12,11 @@
 // The suite checks the contract written on driver.Driver: lifecycle,
 // the clean environment, working-directory confinement, stdin, timeouts
 // that kill the whole process tree, output caps, exit 127, cancellation,
-// streaming and concurrency. Cases for optional capabilities (isolation,
-// network none, limits) run only when the driver's Capabilities claim them,
+// streaming and concurrency, hibernation and destruction keeping a git
+// repository's files and branch. Cases for optional capabilities (isolation
+// — including two users' separation and the workspace-isolation attack on
+// the repo cache and a sibling workspace —, network none, limits) run only
+// when the driver's Capabilities claim them, and skip saying so otherwise,
 // so a driver that claims a capability is held to it.
 //
 // The suite assumes a local workspace: a host directory that the runtime
@@ -34,10 +37,14 @@ type Harness struct {
 	// commands. It is called once per case; cleanup belongs to t.Cleanup.
 	New func(t *testing.T) driver.Driver
 	// Spec returns a runtime spec for a workspace whose files are in dir, a
-	// fresh host directory. The suite then sets WorkspaceID (unique per
-	// case), WorkDir (dir) and Writable (true), and overrides Network and
-	// Limits for the cases that test them; everything else (User, Project,
-	// Image, ReadOnlyPaths, ...) is the adapter's.
+	// host directory the suite has already filled (empty, or a git clone
+	// made by host git for the isolation attack). The suite then sets
+	// WorkspaceID (unique per case), WorkDir (dir) and Writable (true), and
+	// overrides User, Network, Limits, ReadOnlyPaths and ProtectedPaths for
+	// the cases that test them; everything else (Project, Image, ...) is the
+	// adapter's. Spec is also the adapter's setup hook for the tree: an
+	// adapter whose commands run as another uid than the test process hands
+	// dir to that uid here (docker, when the tests run as root).
 	Spec func(t *testing.T, dir string) driver.Spec
 	// Restricted optionally returns a driver configured to refuse mutating
 	// commands. When nil, the refusal case runs only if New's driver
@@ -64,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"Lifecycle/GetUnknown", s.getUnknown},
 		{"Lifecycle/StopThenExecResumes", s.stopThenExec},
 		{"Lifecycle/DestroyKeepsWorkspace", s.destroyKeepsFiles},
+		{"Lifecycle/HibernateKeepsFilesAndBranch", s.hibernateKeepsBranch},
 		{"Exec/Forms", s.execForms},
 		{"Exec/InvalidRequest", s.invalidRequest},
 		{"Exec/CleanEnvironment", s.cleanEnv},
@@ -79,6 +87,8 @@ func Run(t *testing.T, h Harness) {
 		{"Exec/ConcurrentWorkspaces", s.concurrent},
 		{"Capabilities/RejectMutating", s.rejectMutating},
 		{"Capabilities/Isolated", s.isolated},
+		{"Isolation/UsersSeparated", s.usersSeparated},
+		{"Isolation/WorkspaceAttack", s.workspaceAttack},
 		{"Capabilities/NetworkNone", s.networkNone},
 		{"Capabilities/ProcessLimit", s.processLimit},
 		{"Capabilities/FileSizeLimit", s.fileSizeLimit},

@@ -311,10 +311,16 @@ func (s *suite) emitError(t *testing.T) {
 	markerGone(t, filepath.Join(w.dir, "marker"), start.Add(time.Second))
 }
 
+// concurrent: two workspaces of one (user, project) — which the docker
+// driver hosts in one container — run commands at the same time.
 func (s *suite) concurrent(t *testing.T) {
 	t.Parallel()
 	d := s.h.New(t)
 	a, b := s.workspace(t, d, nil), s.workspace(t, d, nil)
+	if a.spec.User != b.spec.User || a.spec.Project != b.spec.Project {
+		t.Fatalf("the case needs two workspaces of one (user, project), got %s/%s and %s/%s",
+			a.spec.User, a.spec.Project, b.spec.User, b.spec.Project)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, w := range []*workspace{a, b} {

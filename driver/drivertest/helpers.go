@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -42,6 +43,14 @@ func (s *suite) workspace(t *testing.T, d driver.Driver, mod func(*driver.Spec))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return s.workspaceAt(t, d, dir, mod)
+}
+
+// workspaceAt creates a runtime on d for the existing workspace directory
+// dir, whose files the case has already put there (Harness.Spec runs after
+// that, so an adapter can prepare them).
+func (s *suite) workspaceAt(t *testing.T, d driver.Driver, dir string, mod func(*driver.Spec)) *workspace {
+	t.Helper()
 	spec := s.h.Spec(t, dir)
 	spec.WorkspaceID = fmt.Sprintf("drivertest-%d-%d", os.Getpid(), seq.Add(1))
 	spec.WorkDir = dir
@@ -85,6 +94,48 @@ func (w *workspace) ok(t *testing.T, req grove.ExecRequest) *grove.ExecResult {
 }
 
 func sh(script string) grove.ExecRequest { return grove.ExecRequest{Shell: script} }
+
+// gitReq is a shell script that runs git inside the sandbox. The clean
+// environment has no committer identity, and the sandbox's system config
+// may not either, so the request names one.
+func gitReq(script string) grove.ExecRequest {
+	return grove.ExecRequest{Shell: script, Env: map[string]string{
+		"GIT_AUTHOR_NAME": "drivertest", "GIT_AUTHOR_EMAIL": "drivertest@example.com",
+		"GIT_COMMITTER_NAME": "drivertest", "GIT_COMMITTER_EMAIL": "drivertest@example.com",
+	}}
+}
+
+// hostGit runs git on the host in dir and returns its trimmed output. The
+// workspace may belong to the uid commands run as rather than to the test
+// process (Harness.Spec may hand it over), so the global config it gets
+// trusts every directory; git 2.39 honours safe.directory only there.
+func hostGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := runHostGit(t, dir, args...)
+	if err != nil {
+		t.Fatalf("host git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// runHostGit is hostGit for commands that may fail.
+func runHostGit(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "gitconfig")
+	if err := os.WriteFile(cfg, []byte("[safe]\n\tdirectory = *\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + cfg,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
+	}
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
 
 func argv(a ...string) grove.ExecRequest { return grove.ExecRequest{Argv: a} }
 

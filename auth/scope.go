@@ -16,8 +16,14 @@ import (
 //   - Repo caches are shared between users, so a user sees the caches
 //     their own workspaces use; only admins remove caches (others get
 //     ErrNotFound for caches they cannot see, ErrForbidden otherwise).
+//
+// The result implements grove.PullRequester exactly when svc does.
 func Scope(svc grove.Service, p Principal) grove.Service {
-	return &scoped{svc: svc, p: p}
+	s := &scoped{svc: svc, p: p}
+	if _, ok := svc.(grove.PullRequester); ok {
+		return scopedPR{s}
+	}
+	return s
 }
 
 type scoped struct {
@@ -209,4 +215,24 @@ func (s *scoped) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 		return nil, err
 	}
 	return s.svc.Push(ctx, id, req)
+}
+
+// scopedPR forwards grove.PullRequester when the wrapped Service has it,
+// after the same ownership check as every workspace call.
+type scopedPR struct{ *scoped }
+
+var _ grove.PullRequester = scopedPR{}
+
+func (s scopedPR) CreatePullRequest(ctx context.Context, id string, req grove.CreatePullRequestRequest) (*grove.PullRequest, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.(grove.PullRequester).CreatePullRequest(ctx, id, req)
+}
+
+func (s scopedPR) CommentPullRequest(ctx context.Context, id string, req grove.CommentRequest) (*grove.Comment, error) {
+	if err := s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.svc.(grove.PullRequester).CommentPullRequest(ctx, id, req)
 }

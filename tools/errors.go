@@ -37,7 +37,7 @@ var ErrPlatformNotConfigured = &Error{
 	Code: "E_PLATFORM_NOT_CONFIGURED",
 	Msg:  "no git hosting platform is configured on this Grove server, so pull requests cannot be created or commented on",
 	Hint: "push the branch with git_push and tell the user the branch name so they can open the pull request",
-	Err:  grove.ErrNotSupported,
+	Err:  grove.ErrPlatformNotConfigured,
 }
 
 // Code returns err's tool error code.

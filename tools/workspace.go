@@ -2,9 +2,11 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/platform"
 )
 
 type WorkspaceOpenInput struct {
@@ -83,7 +85,44 @@ func createPullRequest(ctx context.Context, c *call, in CreatePullRequestInput) 
 	if in.Title == "" {
 		return CreatePullRequestOutput{}, "", invalidf("title is required")
 	}
-	return CreatePullRequestOutput{}, "", ErrPlatformNotConfigured
+	pr, ok := c.svc.(grove.PullRequester)
+	if !ok {
+		return CreatePullRequestOutput{}, "", ErrPlatformNotConfigured
+	}
+	res, err := pr.CreatePullRequest(ctx, c.ws, grove.CreatePullRequestRequest{
+		Title: in.Title, Body: in.Body, Base: in.BaseBranch, Draft: in.Draft,
+		Reviewers: in.Reviewers, Labels: in.Labels, Token: callerFrom(ctx).Token,
+	})
+	if err != nil {
+		return CreatePullRequestOutput{}, "", prError(err)
+	}
+	out := CreatePullRequestOutput{Number: res.Number, URL: res.URL, State: res.State, Created: res.Created}
+	if res.Created {
+		return out, fmt.Sprintf("opened pull request #%d (%s → %s): %s", res.Number, res.Head, res.Base, res.URL), nil
+	}
+	return out, fmt.Sprintf("pull request #%d (%s → %s) was already open: %s", res.Number, res.Head, res.Base, res.URL), nil
+}
+
+// prError keeps the not-configured error the model knows and adds what to
+// do next for the platform's failures.
+func prError(err error) error {
+	switch {
+	case errors.Is(err, grove.ErrPlatformNotConfigured):
+		e := *ErrPlatformNotConfigured
+		e.Msg = err.Error()
+		return &e
+	case errors.Is(err, platform.ErrBranchNotPushed):
+		return withHint(err, "push the branch with git_push first")
+	case errors.Is(err, platform.ErrNoCommits):
+		return withHint(err, "commit your changes with git_commit and push them with git_push")
+	case errors.Is(err, platform.ErrBaseNotFound):
+		return withHint(err, "omit base_branch to use the repository's default branch")
+	case errors.Is(err, platform.ErrUnknownReviewer):
+		return withHint(err, "leave the reviewer out or ask the user for the right login")
+	case errors.Is(err, platform.ErrPermission):
+		return withHint(err, "the credential may not do this; tell the user")
+	}
+	return err
 }
 
 type CommentPullRequestInput struct {
@@ -108,5 +147,23 @@ func commentPullRequest(ctx context.Context, c *call, in CommentPullRequestInput
 	case (in.Path == "") != (in.Line == 0):
 		return CommentPullRequestOutput{}, "", invalidf("give both path and line for an inline comment, or neither")
 	}
-	return CommentPullRequestOutput{}, "", ErrPlatformNotConfigured
+	pr, ok := c.svc.(grove.PullRequester)
+	if !ok {
+		return CommentPullRequestOutput{}, "", ErrPlatformNotConfigured
+	}
+	p := in.Path
+	if p != "" {
+		rp, err := c.relPath(ctx, p)
+		if err != nil {
+			return CommentPullRequestOutput{}, "", err
+		}
+		p = rp
+	}
+	res, err := pr.CommentPullRequest(ctx, c.ws, grove.CommentRequest{
+		Number: in.PRNumber, Body: in.Body, Path: p, Line: in.Line, CommitID: in.CommitID, Token: callerFrom(ctx).Token,
+	})
+	if err != nil {
+		return CommentPullRequestOutput{}, "", prError(err)
+	}
+	return CommentPullRequestOutput{ID: res.ID, URL: res.URL}, fmt.Sprintf("commented on pull request #%d: %s", in.PRNumber, res.URL), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/credentials"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/provider"
 )
@@ -234,6 +235,15 @@ func (e *Engine) materialise(ctx context.Context, cache *grove.RepoCache, ws *gr
 // ensureCache returns the cache record of remote, cloning or fetching under
 // the repo's exclusive lock.
 func (e *Engine) ensureCache(ctx context.Context, remote gitrepo.Remote, ref, token string, refresh bool) (*grove.RepoCache, error) {
+	if token == "" && !remote.Local && e.cfg.Credentials != nil {
+		// Clone and fetch use the credential chain too (App, env); the
+		// token lives for this call only.
+		cred, err := e.cfg.Credentials.Resolve(ctx, credentials.Request{Repo: remote.ID})
+		if err != nil {
+			return nil, err
+		}
+		token = cred.Token
+	}
 	unlock, err := e.locks.Lock(ctx, "repo:"+remote.ID.Key())
 	if err != nil {
 		return nil, err

@@ -467,3 +467,7 @@ func (s *Server) comment(w http.ResponseWriter, r *http.Request, key, num string
 	}
 	reply(w, 201, map[string]any{"id": c.ID, "body": c.Body, "html_url": fmt.Sprintf("%s/%s/pull/%d#%s-%d", s.URL, key, pr.Number, kind, c.ID)})
 }
+
+// Handler serves the API, for mounting under /api/v3 of a server that
+// also speaks git (as GitHub Enterprise does).
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }

@@ -55,7 +55,18 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		st.Close()
 		return nil, err
 	}
+	gh, chain, bot, protected, err := gitPlatform(cfg.BaseURL)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("git platform: %w", err)
+	}
+	var botID gitrepo.Identity
+	if bot != nil && os.Getenv("GROVE_AUTHOR_NAME") == "" {
+		botID = *bot
+		git.Identity = botID
+	}
 	eng, err := engine.New(engine.Config{
+		Platform: gh, Credentials: chain, ProtectedBranches: protected, BotIdentity: botID,
 		Store:                 st,
 		Provider:              prov,
 		Driver:                drv,

@@ -224,10 +224,16 @@ func networkMode(m driver.NetworkMode) string {
 }
 
 // ensureNetwork creates the internal network NetworkLimited uses: no route
-// out of the host (Internal) and no traffic between containers (icc off).
+// out of the host (Internal), no traffic between containers (icc off), and,
+// through the host firewall, nothing into the host itself. The firewall
+// rule is checked every time a limited container is about to start (a
+// check is two short iptables runs), so a rule removed by hand comes back.
 func (d *Driver) ensureNetwork(ctx context.Context, mode driver.NetworkMode) error {
 	if mode != driver.NetworkLimited {
 		return nil
+	}
+	if err := d.EnsureLimitedFirewall(ctx); err != nil {
+		return err
 	}
 	if _, err := d.cli.NetworkInspect(ctx, limitedNetwork, network.InspectOptions{}); err == nil {
 		return nil
@@ -237,8 +243,8 @@ func (d *Driver) ensureNetwork(ctx context.Context, mode driver.NetworkMode) err
 		Internal: true,
 		Options: map[string]string{
 			"com.docker.network.bridge.enable_icc": "false",
-			// A fixed interface name, so the host firewall rule docs/DOCKER.md
-			// gives for this network names it.
+			// A fixed interface name, so the host firewall rule
+			// (EnsureLimitedFirewall) can name it.
 			"com.docker.network.bridge.name": limitedBridge,
 		},
 		Labels: map[string]string{LabelManagedBy: managedBy},
@@ -254,6 +260,14 @@ func (d *Driver) ensureNetwork(ctx context.Context, mode driver.NetworkMode) err
 func (d *Driver) recreate(ctx context.Context, b *box, specs map[string]driver.Spec) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// The network (and the firewall rule it depends on) first: when it
+	// cannot be had, the old container stays.
+	for _, s := range specs {
+		if err := d.ensureNetwork(ctx, s.Network); err != nil {
+			return err
+		}
+		break
+	}
 	if b.id != "" {
 		err := d.cli.ContainerRemove(ctx, b.id, container.RemoveOptions{Force: true})
 		if err != nil && !isNotFound(err) {
@@ -268,12 +282,6 @@ func (d *Driver) recreate(ctx context.Context, b *box, specs map[string]driver.S
 	cfg, hc, err := d.containerSpec(b, specs)
 	if err != nil {
 		return err
-	}
-	for _, s := range specs {
-		if err := d.ensureNetwork(ctx, s.Network); err != nil {
-			return err
-		}
-		break
 	}
 	resp, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, b.name)
 	if err != nil {

@@ -65,6 +65,12 @@ type Options struct {
 	// ReadOnly makes the driver refuse mutating commands and say so in
 	// Capabilities. The sandbox is isolated, so by default it allows them.
 	ReadOnly bool
+	// Firewall says who installs the host firewall rule NetworkLimited
+	// depends on (see FirewallMode); by default the driver does.
+	Firewall FirewallMode
+	// IPTables and IP6Tables are the firewall tools; empty means
+	// iptables and ip6tables from PATH, /usr/sbin or /sbin.
+	IPTables, IP6Tables string
 }
 
 // Driver runs workspaces' commands in Docker containers.
@@ -73,6 +79,9 @@ type Driver struct {
 	image string
 	user  string
 	ro    bool
+
+	firewall            FirewallMode
+	iptables, ip6tables string
 
 	mu     sync.Mutex
 	boxes  map[string]*box // by container name
@@ -96,15 +105,25 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("docker engine: %v: %w", err, grove.ErrUnavailable)
 	}
 	d := &Driver{
-		cli:    cli,
-		image:  opts.Image,
-		user:   opts.User,
-		ro:     opts.ReadOnly,
-		boxes:  map[string]*box{},
-		owners: map[string]*box{},
+		cli:   cli,
+		image: opts.Image,
+		user:  opts.User,
+		ro:    opts.ReadOnly,
+
+		firewall:  opts.Firewall,
+		iptables:  opts.IPTables,
+		ip6tables: opts.IP6Tables,
+		boxes:     map[string]*box{},
+		owners:    map[string]*box{},
 	}
 	if d.image == "" {
 		d.image = agentsandbox.Full.Tag()
+	}
+	if d.iptables == "" {
+		d.iptables = findTool("iptables")
+	}
+	if d.ip6tables == "" {
+		d.ip6tables = findTool("ip6tables")
 	}
 	if d.user == "" {
 		d.user = defaultUser()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -108,14 +109,11 @@ func TestHardening(t *testing.T) {
 }
 
 func probe(host string, port int) grove.ExecRequest {
-	return grove.ExecRequest{Argv: []string{"timeout", "3", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port)}}
+	return grove.ExecRequest{Argv: []string{"timeout", "2", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port)}}
 }
 
-// TestNetworkModes: none reaches nothing; default reaches the host; limited
-// reaches neither a container on the ordinary bridge, nor another container
-// on the limited network, nor the host's loopback. (The host's own
-// wildcard listeners are reachable from limited unless the host firewall
-// drops input from its bridge: see docs/DOCKER.md.)
+// TestNetworkModes: none reaches nothing; default reaches the host (the
+// positive control of every probe here).
 func TestNetworkModes(t *testing.T) {
 	d := newDriver(t, docker.Options{})
 	gw := bridgeGateway(t)
@@ -123,25 +121,56 @@ func TestNetworkModes(t *testing.T) {
 	p := project(t)
 	none, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkNone })
 	def, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkDefault })
-	lim, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkLimited })
-	lim2, _ := ws(t, d, "u2", p, func(s *driver.Spec) { s.Network = driver.NetworkLimited })
-
 	if res := run(t, d, def.WorkspaceID, probe(gw, port)); res.ExitCode != 0 || !connected() {
 		t.Fatalf("default: connect to the host at %s failed (exit %d %s): the probe is broken", gw, res.ExitCode, res.Stderr)
 	}
 	if res := run(t, d, none.WorkspaceID, probe(gw, port)); res.ExitCode == 0 || connected() {
 		t.Fatal("none: reached the host")
 	}
-	if res := run(t, d, lim.WorkspaceID, probe(gw, port)); res.ExitCode == 0 {
-		t.Logf("limited: the host's wildcard listener at %s is reachable (host firewall rule not installed)", gw)
+}
+
+// TestLimitedNetwork: a limited container reaches none of the host's
+// wildcard listeners (the driver's INPUT rule), the host's loopback, a
+// container on the ordinary bridge, or another limited container — while
+// each of those is reachable from where it should be.
+func TestLimitedNetwork(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the limited network's host firewall rule needs root (TestLimitedFirewallRefusal covers the refusal)")
 	}
-	loPort, loConnected := drivertest.Listen(t, "127.0.0.1")
+	d := newDriver(t, docker.Options{})
+	p := project(t)
+	def, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkDefault })
+	lim, _ := ws(t, d, "u", p, func(s *driver.Spec) { s.Network = driver.NetworkLimited })
+	lim2, _ := ws(t, d, "u2", p, func(s *driver.Spec) { s.Network = driver.NetworkLimited })
+	if n := limitedRules(t); n != 1 {
+		t.Fatalf("%d copies of the INPUT rule after creating two limited runtimes, want 1", n)
+	}
+
 	limNet, err := d.Client().NetworkInspect(context.Background(), "grove-limited", network.InspectOptions{})
 	if err != nil || len(limNet.IPAM.Config) == 0 {
 		t.Fatalf("inspect grove-limited: %v", err)
 	}
-	if res := run(t, d, lim.WorkspaceID, probe(limNet.IPAM.Config[0].Gateway, loPort)); res.ExitCode == 0 || loConnected() {
-		t.Fatal("limited: reached a listener on the host's loopback")
+	limGW := limNet.IPAM.Config[0].Gateway
+	// A wildcard listener on the host: reachable from default through the
+	// bridge gateway, and not from limited through its own gateway (the
+	// path the INPUT rule closes; without it the connect succeeds).
+	port, connected := drivertest.Listen(t, "0.0.0.0")
+	if res := run(t, d, def.WorkspaceID, probe(bridgeGateway(t), port)); res.ExitCode != 0 || !connected() {
+		t.Fatalf("default: the host's wildcard listener is unreachable (exit %d %s): the probe is broken", res.ExitCode, res.Stderr)
+	}
+	for _, host := range []string{limGW, bridgeGateway(t)} {
+		if res := run(t, d, lim.WorkspaceID, probe(host, port)); res.ExitCode == 0 || connected() {
+			t.Errorf("limited: reached the host's wildcard listener at %s", host)
+		}
+	}
+	loPort, loConnected := drivertest.Listen(t, "127.0.0.1")
+	if res := run(t, d, lim.WorkspaceID, probe(limGW, loPort)); res.ExitCode == 0 || loConnected() {
+		t.Error("limited: reached a listener on the host's loopback")
+	}
+	// IPv6 is off inside containers of a network without IPv6, so the
+	// host's link-local address on the bridge is no way around the rule.
+	if res := ok(t, d, lim.WorkspaceID, grove.ExecRequest{Argv: []string{"cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6"}}); string(res.Stdout) != "1\n" {
+		t.Errorf("limited: IPv6 is enabled inside (disable_ipv6=%q)", res.Stdout)
 	}
 
 	// Listeners in a default-bridge container and in another limited
@@ -163,6 +192,51 @@ func TestNetworkModes(t *testing.T) {
 		if res := run(t, d, lim.WorkspaceID, probe(ip, 8765)); res.ExitCode == 0 {
 			t.Errorf("limited: reached a listener in a container on the %s at %s", tc.name, ip)
 		}
+	}
+}
+
+// limitedRules counts the driver's INPUT rule in the host firewall.
+func limitedRules(t *testing.T) int {
+	t.Helper()
+	out, err := exec.Command("/usr/sbin/iptables", "-w", "5", "-S", "INPUT").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables -S INPUT: %v %s", err, out)
+	}
+	return strings.Count(string(out), "-A INPUT -i grove-limited0 -j DROP")
+}
+
+// TestLimitedFirewallRefusal: when the rule cannot be installed (a server
+// that is not root: iptables says so), a limited runtime is refused with
+// ErrUnavailable and a message saying what to do, instead of starting with
+// the host open; FirewallExternal leaves the rule to the operator.
+func TestLimitedFirewallRefusal(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "iptables")
+	script := "#!/bin/sh\necho 'iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)' >&2\nexit 4\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, docker.Options{IPTables: fake, IP6Tables: fake})
+	dir := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := driver.Spec{WorkspaceID: fmt.Sprintf("refusal-%d", os.Getpid()), User: "u", Project: project(t),
+		WorkDir: dir, Writable: true, Network: driver.NetworkLimited}
+	_, err := d.Create(context.Background(), spec)
+	if !errors.Is(err, grove.ErrUnavailable) || !strings.Contains(err.Error(), "iptables -I INPUT -i grove-limited0 -j DROP") ||
+		!strings.Contains(err.Error(), "you must be root") {
+		t.Fatalf("Create(limited) without the firewall = %v, want ErrUnavailable naming the rule and the cause", err)
+	}
+	if _, err := d.Get(context.Background(), spec.WorkspaceID); !errors.Is(err, grove.ErrNotFound) {
+		t.Fatalf("a refused limited runtime exists: %v", err)
+	}
+	if _, err := d.Client().ContainerInspect(context.Background(), docker.ContainerName("u", spec.Project, driver.NetworkLimited)); err == nil {
+		t.Fatal("a container was created for the refused limited runtime")
+	}
+
+	ext := newDriver(t, docker.Options{IPTables: fake, IP6Tables: fake, Firewall: docker.FirewallExternal})
+	if err := ext.EnsureLimitedFirewall(context.Background()); err != nil {
+		t.Fatalf("FirewallExternal: %v", err)
 	}
 }
 

@@ -53,6 +53,11 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
+	if spec.Writable && !d.ro {
+		if err := d.grantWorkspace(spec.WorkDir); err != nil {
+			return nil, err
+		}
+	}
 	name := ContainerName(spec.User, spec.Project, spec.Network)
 	d.mu.Lock()
 	if o := d.owners[spec.WorkspaceID]; o != nil && o.name != name {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -411,5 +412,68 @@ func TestCopyToAndFrom(t *testing.T) {
 	}
 	if _, err := d.CopyFrom(context.Background(), spec.WorkspaceID, "a.txt", 2); !errors.Is(err, grove.ErrTooLarge) {
 		t.Errorf("CopyFrom over max = %v", err)
+	}
+}
+
+// TestRootOwnedWorkspace: a root server's workspace, made by host git as
+// root, is writable by the commands (uid 1000) without changing its owner,
+// and host git as root, with no safe.directory, commits what they wrote.
+func TestRootOwnedWorkspace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root server's workspaces belong to another uid than its commands")
+	}
+	d := newDriver(t, docker.Options{})
+	root := t.TempDir()
+	dir := filepath.Join(root, "ws")
+	hostGit := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=host", "GIT_AUTHOR_EMAIL=host@example.com", "GIT_COMMITTER_NAME=host", "GIT_COMMITTER_EMAIL=host@example.com"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("host git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "src", "main.txt"), []byte("v1\n"), 0o644)
+	hostGit("init", "-q", "-b", "main")
+	hostGit("add", ".")
+	hostGit("commit", "-qm", "seed")
+
+	spec := driver.Spec{WorkspaceID: fmt.Sprintf("rootowned-%d", os.Getpid()), User: "u", Project: project(t), WorkDir: dir, Writable: true}
+	if _, err := d.Create(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Destroy(context.Background(), spec.WorkspaceID) })
+	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "id -u; echo v2 >> src/main.txt && mkdir -p new && echo agent > new/file.txt"})
+
+	// Host git as root: no dubious-ownership refusal, and it sees the work.
+	hostGit("add", "-A")
+	hostGit("commit", "-qm", "from the agent")
+	if got := hostGit("show", "--format=%s", "--name-only", "HEAD"); got != "from the agent\n\nnew/file.txt\nsrc/main.txt" {
+		t.Fatalf("host commit: %q", got)
+	}
+	st, _ := os.Stat(dir)
+	if st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatal("the workspace root changed owner")
+	}
+	// What host git creates later (a checkout of another branch) is
+	// writable inside too, and the runtime's git works on it.
+	hostGit("checkout", "-q", "-b", "next")
+	os.MkdirAll(filepath.Join(dir, "later"), 0o755)
+	os.WriteFile(filepath.Join(dir, "later", "seed.txt"), []byte("s\n"), 0o644)
+	hostGit("add", "-A")
+	hostGit("commit", "-qm", "later")
+	hostGit("checkout", "-q", "main")
+	hostGit("checkout", "-q", "next") // git recreates later/ and its file
+	ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "echo more > later/x && echo t >> later/seed.txt && git add -A && git commit -qm inside",
+		Env: map[string]string{"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}})
+	if got := hostGit("log", "-1", "--format=%s"); got != "inside" {
+		t.Fatalf("host sees %q after the agent's commit", got)
 	}
 }

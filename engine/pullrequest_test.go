@@ -2,19 +2,11 @@ package engine_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io/fs"
 	"log/slog"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,47 +31,15 @@ import (
 // create_pull_request and comment_pull_request through the tool catalog
 // over a real engine whose only credential is a GitHub App.
 func TestPullRequestEndToEnd(t *testing.T) {
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
-	key, _ := rsa.GenerateKey(rand.Reader, 2048)
-	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	fake := githubtest.New(42, &key.PublicKey)
-	t.Cleanup(fake.Close)
-
-	projectRoot := t.TempDir()
-	served := filepath.Join(projectRoot, "octo", "hello.git")
-	run(t, "", "git", "clone", "-q", "--bare", sourceRepo(t), served)
-	run(t, served, "git", "config", "http.receivepack", "true")
-	fake.AddRepo(githubtest.Repo{Owner: "octo", Name: "hello", Installed: true, Collaborators: []string{"alice"},
-		Branches: func(b, base string) (bool, int) {
-			if exec.Command("git", "--git-dir", served, "rev-parse", "--verify", "-q", "refs/heads/"+b).Run() != nil {
-				return false, 0
-			}
-			return true, 1
-		}})
-	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Env: []string{
-		"GIT_PROJECT_ROOT=" + projectRoot, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "REMOTE_USER=agent"}}
-	mux := http.NewServeMux()
-	mux.Handle("/api/v3/", fake.Handler())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		_, pw, ok := r.BasicAuth()
-		if !ok || !fake.Allows(pw, "octo", "hello") {
-			w.Header().Set("WWW-Authenticate", `Basic realm="ghe"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		backend.ServeHTTP(w, r)
-	})
-	ghe := httptest.NewServer(mux)
-	t.Cleanup(ghe.Close)
+	fake := githubtest.NewEnterprise(t, 42)
+	served := fake.ServeRepo(t, "octo", "hello", sourceRepo(t), "alice")
+	ghe := fake
 
 	gh, err := github.New(github.Options{BaseURL: ghe.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := credentials.NewApp(42, "grove-bot", pemKey, gh)
+	app, err := credentials.NewApp(42, "grove-bot", fake.AppPEM, gh)
 	if err != nil {
 		t.Fatal(err)
 	}

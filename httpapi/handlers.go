@@ -251,11 +251,7 @@ func (s *Server) gitPush(w http.ResponseWriter, r *http.Request, c *caller) erro
 			return err
 		}
 	}
-	tok := b.Token
-	if tok == "" {
-		tok = c.token
-	}
-	res, err := c.svc.Push(r.Context(), r.PathValue("id"), grove.PushRequest{Token: tok, ForceWithLease: b.ForceWithLease, SetUpstream: b.SetUpstream})
+	res, err := c.svc.Push(r.Context(), r.PathValue("id"), grove.PushRequest{Token: c.gitToken(b.Token), ForceWithLease: b.ForceWithLease, SetUpstream: b.SetUpstream})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, opt httpapi.Options) *fixture {
 	t.Helper()
+	return newFixtureWith(t, opt, nil)
+}
+
+// newFixtureWith is newFixture with a hook that adjusts the engine's
+// configuration (a git platform, credentials) before it is built.
+func newFixtureWith(t *testing.T, opt httpapi.Options, tune func(*engine.Config)) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	os.MkdirAll(home, 0o700)
@@ -42,7 +49,11 @@ func newFixture(t *testing.T, opt httpapi.Options) *fixture {
 	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(root, "repos")}, fsops.Options{})
 	drv := subprocess.New(subprocess.Options{AllowMutating: true, HomeRoot: filepath.Join(root, "rt")})
 	st := memory.New()
-	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: true})
+	cfg := engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: true}
+	if tune != nil {
+		tune(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,6 +263,26 @@ func TestOpenAPIResponses(t *testing.T) {
 	want(do(f.admin, "DELETE", "/v1/repos/"+rc.ID+"?force=true", nil), 204)
 	want(do(f.admin, "DELETE", "/v1/repos/"+rc.ID, nil), 404)
 
+	// Pull requests need a git platform: the same checker over a server
+	// whose repository lives on a GitHub Enterprise look-alike.
+	pf := newPRFixture(t)
+	pdo := func(method, path string, body any) resp {
+		t.Helper()
+		r := pf.do(t, pf.alice, method, path, body)
+		s.check(t, method, path, r)
+		return r
+	}
+	pr := map[string]any{"title": "Add feature", "draft": true}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/pulls", pr)
+	want(pdo("POST", pf.ws+"/pulls", pr), 404) // branch not pushed yet
+	want(pdo("POST", pf.ws+"/git/push", nil), 200)
+	want(pdo("POST", pf.ws+"/pulls", pr), 201)
+	want(pdo("POST", pf.ws+"/pulls", pr), 200)
+	cmt := map[string]any{"body": "inline", "path": "feature.txt", "line": 1}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/pulls/{number}/comments", cmt)
+	want(pdo("POST", pf.ws+"/pulls/1/comments", cmt), 201)
+	want(pdo("POST", pf.ws+"/pulls/1/comments", map[string]any{"body": "x", "line": 1}), 400)
+
 	// Every documented operation answered 2xx at least once, and every
 	// endpoint of the API (issue 4's table, plus health and MCP) is
 	// documented.
@@ -288,6 +308,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		"GET /v1/workspaces/{id}/git/status", "GET /v1/workspaces/{id}/git/diff", "GET /v1/workspaces/{id}/git/log",
 		"POST /v1/workspaces/{id}/git/commit", "POST /v1/workspaces/{id}/git/push",
 		"GET /v1/repos", "POST /v1/repos", "DELETE /v1/repos/{id}", "POST /v1/workspaces/{id}/tools/{name}",
+		"POST /v1/workspaces/{id}/pulls", "POST /v1/workspaces/{id}/pulls/{number}/comments",
 		"POST /v1/mcp", "POST /v1/workspaces/{id}/mcp", "GET /healthz", "GET /readyz", "GET /v1/openapi.json",
 	} {
 		if !documented[e] {

@@ -97,6 +97,8 @@ func (s *Server) routes() {
 	a("GET /v1/workspaces/{id}/git/log", s.gitLog)
 	a("POST /v1/workspaces/{id}/git/commit", s.gitCommit)
 	a("POST /v1/workspaces/{id}/git/push", s.gitPush)
+	a("POST /v1/workspaces/{id}/pulls", s.createPull)
+	a("POST /v1/workspaces/{id}/pulls/{number}/comments", s.commentPull)
 	a("POST /v1/workspaces/{id}/tools/{name}", s.callTool)
 	a("GET /v1/repos", s.listRepos)
 	a("POST /v1/repos", s.ensureRepo)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/grove-dev/grove"
@@ -144,5 +145,32 @@ func TestPullRequestsWithoutAPlatform(t *testing.T) {
 	_, err := client.New(f.srv.URL, f.alice, nil).CreatePullRequest(context.Background(), id, grove.CreatePullRequestRequest{Title: "t"})
 	if !errors.Is(err, grove.ErrPlatformNotConfigured) {
 		t.Fatalf("client: %v", err)
+	}
+}
+
+// The agent's path: git_push, create_pull_request and comment_pull_request
+// over MCP (streamable HTTP, bound to the workspace) against the platform.
+func TestPullRequestToolsOverMCP(t *testing.T) {
+	f := newPRFixture(t)
+	cs := f.mcpSession(t, f.alice, f.ws+"/mcp")
+	if isErr, text, _ := call(t, cs, "create_pull_request", map[string]any{"title": "Add feature"}); !isErr || !strings.HasPrefix(text, "E_NOT_FOUND") {
+		t.Fatalf("PR before push: isError=%v %s", isErr, text)
+	}
+	if isErr, text, out := call(t, cs, "git_push", map[string]any{}); isErr || out["credential"] != "app" {
+		t.Fatalf("git_push: %v %s %v", isErr, text, out)
+	}
+	isErr, text, out := call(t, cs, "create_pull_request", map[string]any{"title": "Add feature", "labels": []string{"agent"}})
+	if isErr || out["created"] != true || out["number"] != float64(1) {
+		t.Fatalf("create_pull_request: %v %s %v", isErr, text, out)
+	}
+	if isErr, text, _ := call(t, cs, "comment_pull_request", map[string]any{"pr_number": 1, "body": "done", "path": "feature.txt", "line": 1}); isErr {
+		t.Fatalf("comment_pull_request: %s", text)
+	}
+	if isErr, text, _ := call(t, cs, "comment_pull_request", map[string]any{"pr_number": 1, "body": "x", "line": 1}); !isErr || !strings.HasPrefix(text, "E_INVALID_ARGUMENT") {
+		t.Fatalf("line without path: isError=%v %s", isErr, text)
+	}
+	prs := f.ghe.PRs("octo", "hello")
+	if len(prs) != 1 || len(prs[0].Comments) != 1 || len(prs[0].Labels) != 1 {
+		t.Fatalf("the platform holds %+v", prs)
 	}
 }

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/grove-dev/grove"
@@ -103,7 +101,7 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 	if err != nil {
 		return nil, err
 	}
-	if err := gitrepo.CheckProtected(ws.Branch, e.protected(ws, c)); err != nil {
+	if err := gitrepo.CheckProtected(ws.Branch, e.protected(ctx, ws, c)); err != nil {
 		return nil, err
 	}
 	var res *grove.PushResult
@@ -125,32 +123,15 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 // protected lists what ws must never push to: configured patterns, its
 // base branch and the cache's default branch (the remote's HEAD, recorded
 // at clone time).
-func (e *Engine) protected(ws *grove.Workspace, c *grove.RepoCache) []string {
+func (e *Engine) protected(ctx context.Context, ws *grove.Workspace, c *grove.RepoCache) []string {
 	out := append([]string(nil), e.cfg.ProtectedBranches...)
 	if b := strings.TrimPrefix(ws.BaseRef, "refs/heads/"); b != "" && b != "HEAD" {
 		out = append(out, b)
 	}
-	if b := cacheDefaultBranch(c); b != "" {
+	if b, err := e.prov.DefaultBranch(ctx, c); err == nil && b != "" {
 		out = append(out, b)
 	}
 	return out
-}
-
-// cacheDefaultBranch reads the bare cache's HEAD symref without a git
-// call; "" when the cache is not local or HEAD is detached.
-func cacheDefaultBranch(c *grove.RepoCache) string {
-	if c.LocalPath == "" {
-		return ""
-	}
-	b, err := os.ReadFile(filepath.Join(c.LocalPath, "HEAD"))
-	if err != nil {
-		return ""
-	}
-	ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: refs/heads/")
-	if !ok {
-		return ""
-	}
-	return ref
 }
 
 // withCredential resolves the credential for ws's repository and runs fn

@@ -321,3 +321,18 @@ func removeAside(dir string) error {
 	}
 	return nil
 }
+
+// DefaultBranch reads the bare cache's HEAD symref — the remote's default
+// branch as recorded at clone time — without starting git. It is "" when
+// HEAD is detached.
+func DefaultBranch(barePath string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(barePath, "HEAD"))
+	if err != nil {
+		return "", err
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: refs/heads/")
+	if !ok {
+		return "", nil
+	}
+	return ref, nil
+}

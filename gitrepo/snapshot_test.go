@@ -75,3 +75,20 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+func TestDefaultBranchReadsTheCacheHEAD(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ head, want string }{
+		{"ref: refs/heads/main\n", "main"},
+		{"ref: refs/heads/release/2.x\n", "release/2.x"},
+		{"0123456789abcdef0123456789abcdef01234567\n", ""},
+	} {
+		os.WriteFile(filepath.Join(dir, "HEAD"), []byte(tc.head), 0o644)
+		if got, err := DefaultBranch(dir); err != nil || got != tc.want {
+			t.Errorf("HEAD %q: got %q %v, want %q", tc.head, got, err, tc.want)
+		}
+	}
+	if _, err := DefaultBranch(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing cache gave no error")
+	}
+}

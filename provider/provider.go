@@ -43,6 +43,9 @@ type Provider interface {
 	EnsureCache(ctx context.Context, c *grove.RepoCache, opt EnsureOptions) (EnsureResult, error)
 	RemoveCache(ctx context.Context, c *grove.RepoCache) error
 	ResolveCommit(ctx context.Context, c *grove.RepoCache, ref string) (sha string, err error)
+	// DefaultBranch is the remote's default branch as the cache recorded
+	// it at clone time; "" when HEAD is detached.
+	DefaultBranch(ctx context.Context, c *grove.RepoCache) (string, error)
 
 	// WorkspacePath is where ws will live (recorded before creation).
 	WorkspacePath(c *grove.RepoCache, ws *grove.Workspace) string

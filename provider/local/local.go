@@ -88,6 +88,11 @@ func (p *Provider) ResolveCommit(ctx context.Context, c *grove.RepoCache, ref st
 	return p.git.ResolveCommit(ctx, c.LocalPath, ref)
 }
 
+// DefaultBranch implements provider.Provider.
+func (p *Provider) DefaultBranch(_ context.Context, c *grove.RepoCache) (string, error) {
+	return gitrepo.DefaultBranch(c.LocalPath)
+}
+
 // WorkspacePath implements provider.Provider.
 func (p *Provider) WorkspacePath(c *grove.RepoCache, ws *grove.Workspace) string {
 	return filepath.Join(gitrepo.WorkspacesDir(filepath.Dir(c.LocalPath)), gitrepo.WorkspaceDirName(ws.User, ws.Scope, ws.Branch))

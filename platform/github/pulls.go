@@ -61,7 +61,7 @@ func (c *Client) CreatePullRequest(ctx context.Context, repo grove.RepoID, token
 		var resp *gh.Response
 		var err error
 		pr, resp, err = c.gh.PullRequests.Create(tctx, repo.Owner, repo.Name, gh.CreatePullRequest{
-			Title: gh.Ptr(spec.Title), Head: spec.Head, Base: spec.Base, Body: gh.Ptr(spec.Body), Draft: gh.Ptr(spec.Draft),
+			Title: new(spec.Title), Head: spec.Head, Base: spec.Base, Body: new(spec.Body), Draft: new(spec.Draft),
 		})
 		return resp, err
 	})
@@ -180,7 +180,7 @@ func (c *Client) CommentPullRequest(ctx context.Context, repo grove.RepoID, toke
 		var resp *gh.Response
 		var err error
 		cm, resp, err = c.gh.PullRequests.CreateComment(tctx, repo.Owner, repo.Name, req.Number, gh.CreatePullRequestCommentRequest{
-			Body: req.Body, CommitID: commit, Path: req.Path, Line: gh.Ptr(req.Line), Side: gh.Ptr("RIGHT"),
+			Body: req.Body, CommitID: commit, Path: req.Path, Line: new(req.Line), Side: new("RIGHT"),
 		})
 		return resp, err
 	})

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type httpBenchOpts struct {
 	baseline string
 	save     string
 	factor   float64 // a p99 this many times the baseline's is a regression
+	cpuProf  string  // write a CPU profile of the whole run here
 }
 
 func (c *cli) benchHTTPCmd() *cobra.Command {
@@ -57,6 +59,17 @@ error count (the target is zero) and the process's RSS before and after.
 exits 2 when a p99 is more than --factor times the baseline's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.cpuProf != "" {
+				f, err := os.Create(o.cpuProf)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return c.runBenchHTTP(cmd.Context(), o)
 		},
 	}
@@ -68,6 +81,7 @@ exits 2 when a p99 is more than --factor times the baseline's.`,
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "stop (and fail) after this long")
 	f.StringVar(&o.baseline, "baseline", "", "compare with this saved JSON result")
 	f.StringVar(&o.save, "save", "", "write the result as JSON to this file")
+	f.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run (server and clients) to this file")
 	f.Float64Var(&o.factor, "factor", 1.5, "a p99 (or req/s) worse than the baseline by this factor is a regression")
 	return cmd
 }

@@ -44,7 +44,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
 
 // GetAPIKeyByHash returns the key whose secret hashes to hash.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (*store.APIKey, error) {
-	k, err := scanAPIKey(s.q.QueryRowContext(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE secret_hash = ?`, hash))
+	k, err := scanAPIKey(s.stmt(ctx, s.hot.keyByHash).QueryRowContext(ctx, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		// The hash is not echoed: it identifies a secret.
 		return nil, grove.Errorf(grove.ErrNotFound, "api key not found")

@@ -43,7 +43,53 @@ type Store struct {
 	q      querier       // db, or tx inside a transaction
 	tx     *sql.Tx       // nil outside a transaction
 	depth  int           // savepoint nesting inside tx
-	byKey  *sql.Stmt     // GetWorkspaceByKey, prepared once
+	hot    *hotStmts     // the per-request lookups, prepared once
+}
+
+// hotStmts are the lookups every request makes (re-acquire, a workspace by
+// id, an API key by hash). Preparing them once saves SQLite's parse and
+// plan on each call — about half the cost of a lookup (12 µs instead of
+// 21 µs measured for the re-acquire lookup).
+type hotStmts struct {
+	wsByKey, wsByID, keyByHash *sql.Stmt
+}
+
+func prepareHot(ctx context.Context, db *sql.DB) (*hotStmts, error) {
+	var h hotStmts
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&h.wsByKey, selectWorkspace + ` WHERE ws_key = ?`},
+		{&h.wsByID, selectWorkspace + ` WHERE id = ?`},
+		{&h.keyByHash, `SELECT ` + apiKeyColumns + ` FROM api_keys WHERE secret_hash = ?`},
+	} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			h.close()
+			return nil, err
+		}
+		*p.dst = st
+	}
+	return &h, nil
+}
+
+func (h *hotStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{h.wsByKey, h.wsByID, h.keyByHash} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stmt is st bound to the current transaction, if any.
+func (s *Store) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
+	if s.tx != nil {
+		return s.tx.StmtContext(ctx, st)
+	}
+	return st
 }
 
 // querier is what *sql.DB and *sql.Tx have in common.
@@ -86,12 +132,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	byKey, err := db.PrepareContext(ctx, selectWorkspace+` WHERE ws_key = ?`)
+	hot, err := prepareHot(ctx, db)
 	if err != nil {
 		db.Close()
 		return nil, dbError(ctx, err, "sqlite store: prepare", nil)
 	}
-	return &Store{db: db, writer: make(chan struct{}, 1), q: db, byKey: byKey}, nil
+	return &Store{db: db, writer: make(chan struct{}, 1), q: db, hot: hot}, nil
 }
 
 // dsn builds the connection string. Every pooled connection runs these
@@ -124,7 +170,7 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return grove.Errorf(grove.ErrInvalid, "sqlite store: Close inside Tx")
 	}
-	return errors.Join(s.byKey.Close(), s.db.Close())
+	return errors.Join(s.hot.close(), s.db.Close())
 }
 
 func (s *Store) lockWriter(ctx context.Context) error {

@@ -49,18 +49,12 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *grove.Workspace) error {
 
 // GetWorkspace returns the workspace with id.
 func (s *Store) GetWorkspace(ctx context.Context, id string) (*grove.Workspace, error) {
-	return oneWorkspace(ctx, s.q.QueryRowContext(ctx, selectWorkspace+` WHERE id = ?`, id), id)
+	return oneWorkspace(ctx, s.stmt(ctx, s.hot.wsByID).QueryRowContext(ctx, id), id)
 }
 
-// GetWorkspaceByKey returns the workspace with key. This is the re-acquire
-// path, so it uses a statement prepared once at Open: that halves its cost
-// (measured: about 12 µs instead of 21 µs per lookup).
+// GetWorkspaceByKey returns the workspace with key (the re-acquire path).
 func (s *Store) GetWorkspaceByKey(ctx context.Context, key string) (*grove.Workspace, error) {
-	stmt := s.byKey
-	if s.tx != nil {
-		stmt = s.tx.StmtContext(ctx, stmt)
-	}
-	return oneWorkspace(ctx, stmt.QueryRowContext(ctx, key), key)
+	return oneWorkspace(ctx, s.stmt(ctx, s.hot.wsByKey).QueryRowContext(ctx, key), key)
 }
 
 func oneWorkspace(ctx context.Context, row *sql.Row, name string) (*grove.Workspace, error) {

@@ -64,7 +64,16 @@ func Args(req grove.SearchRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--json", "--no-config", "--sort=path", "--no-follow"}
+	return args(req, true), nil
+}
+
+// args builds rg's arguments for a normalised request; sorted makes rg
+// walk in path order on one thread (Run sorts parallel output itself).
+func args(req grove.SearchRequest, sorted bool) []string {
+	args := []string{"--json", "--no-config", "--no-follow"}
+	if sorted {
+		args = append(args, "--sort=path")
+	}
 	if req.FixedString {
 		args = append(args, "--fixed-strings")
 	}
@@ -81,6 +90,5 @@ func Args(req grove.SearchRequest) ([]string, error) {
 	}
 	// .git is hidden and so already skipped; the explicit glob keeps it
 	// out even if hidden files are ever searched.
-	args = append(args, "--glob=!.git", "--", req.Pattern, req.Path)
-	return args, nil
+	return append(args, "--glob=!.git", "--", req.Pattern, req.Path)
 }

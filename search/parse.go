@@ -215,6 +215,15 @@ func (p *parser) line(r rgRecord, match bool) {
 	}
 }
 
+// consume implements sink: it stops as soon as the page is done.
+func (p *parser) consume(r io.Reader) error { return p.readAll(r, p.pageDone) }
+
+// complete implements sink.
+func (p *parser) complete() bool { return p.pageDone() }
+
+// matches implements sink.
+func (p *parser) matches() int { return p.seen }
+
 // pageDone reports that the page is full, one more match has shown that
 // more exist, and no kept match still waits for After lines.
 func (p *parser) pageDone() bool {

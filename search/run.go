@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 
@@ -16,6 +17,9 @@ import (
 type Runner struct {
 	// Binary is the rg executable; "" looks up "rg" on PATH.
 	Binary string
+	// GatherLimit bounds the parallel path (see DefaultGatherLimit); 0
+	// means the default, a negative value always walks sorted.
+	GatherLimit int
 }
 
 // Run searches dir with the rg on PATH; see Runner.Run.
@@ -28,18 +32,19 @@ const maxStderr = 4 << 10
 
 // Run searches the workspace directory dir. rg runs with an empty
 // environment (no RIPGREP_CONFIG_PATH, no colours) and stdin on
-// /dev/null, and is killed as soon as the requested page is complete, so
-// when Truncated, Total counts the matches seen so far (a lower bound).
+// /dev/null. Pages are in rg's --sort=path order whichever way rg walks:
+// normally on every core, with the page put in order here and Total exact;
+// past GatherLimit matches, sorted on one thread and killed as soon as the
+// page is complete, when Total is the matches seen so far (a lower bound).
 //
 // Errors: grove.ErrInvalid for a bad request or a pattern rg rejects
 // (with rg's message), grove.ErrPathOutside / ErrNotFound for the path,
 // grove.ErrNotInstalled when rg is missing. No match is an empty result.
 func (rn Runner) Run(ctx context.Context, dir string, req grove.SearchRequest) (*grove.SearchResult, error) {
-	args, err := Args(req)
+	req, err := normalise(req)
 	if err != nil {
 		return nil, err
 	}
-	req, _ = normalise(req)
 	if err := checkPath(dir, req.Path); err != nil {
 		return nil, err
 	}
@@ -47,7 +52,34 @@ func (rn Runner) Run(ctx context.Context, dir string, req grove.SearchRequest) (
 	if err != nil {
 		return nil, err
 	}
+	// First rg walks the tree on every core, unsorted, and the page is
+	// put in path order here; only when the pattern matches so often that
+	// gathering would cost more than it saves does rg walk sorted on one
+	// thread and stop as soon as the page is complete.
+	limit := rn.GatherLimit
+	if limit == 0 {
+		limit = DefaultGatherLimit
+	}
+	res, err := rn.search(ctx, bin, dir, args(req, false), newGatherer(req, max(limit, 0)))
+	if errors.Is(err, errTooMany) {
+		res, err = rn.search(ctx, bin, dir, args(req, true), newParser(req))
+	}
+	return res, err
+}
 
+// sink consumes rg's JSON output.
+type sink interface {
+	// consume reads records until r ends or the sink has what it needs.
+	consume(r io.Reader) error
+	// complete reports that the sink stopped reading because it has what
+	// it needs, so rg's remaining work may be killed.
+	complete() bool
+	// matches is how many matches the sink has seen.
+	matches() int
+	result() *grove.SearchResult
+}
+
+func (rn Runner) search(ctx context.Context, bin, dir string, args []string, out sink) (*grove.SearchResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -63,14 +95,16 @@ func (rn Runner) Run(ctx context.Context, dir string, req grove.SearchRequest) (
 	if err := cmd.Start(); err != nil {
 		return nil, grove.Errorf(grove.ErrNotInstalled, "search: cannot start ripgrep (%v); install ripgrep (Debian: apt-get install ripgrep)", err)
 	}
-	p := newParser(req)
-	readErr := p.readAll(stdout, p.pageDone)
-	stopped := p.pageDone()
+	readErr := out.consume(stdout)
+	stopped := out.complete() || errors.Is(readErr, errTooMany)
 	if stopped {
-		// The page is complete: rg's remaining work is wasted.
+		// rg's remaining work is wasted.
 		cancel()
 	}
 	waitErr := cmd.Wait()
+	if errors.Is(readErr, errTooMany) {
+		return nil, readErr
+	}
 	if ctxErr := context.Cause(ctx); !stopped && ctxErr != nil {
 		return nil, grove.Errorf(grove.ErrTimeout, "search: %v", ctxErr)
 	}
@@ -82,7 +116,7 @@ func (rn Runner) Run(ctx context.Context, dir string, req grove.SearchRequest) (
 	case waitErr == nil, stopped:
 	case errors.As(waitErr, &exit) && exit.ExitCode() == 1:
 		// 1 means no match.
-	case errors.As(waitErr, &exit) && exit.ExitCode() == 2 && p.seen == 0:
+	case errors.As(waitErr, &exit) && exit.ExitCode() == 2 && out.matches() == 0:
 		// 2 with nothing found is a bad pattern (or an unreadable path,
 		// which checkPath rules out beforehand).
 		return nil, grove.Errorf(grove.ErrInvalid, "search: %s", strings.TrimSpace(stderr.String()))
@@ -91,7 +125,7 @@ func (rn Runner) Run(ctx context.Context, dir string, req grove.SearchRequest) (
 	default:
 		return nil, fmt.Errorf("search: ripgrep: %w", waitErr)
 	}
-	return p.result(), nil
+	return out.result(), nil
 }
 
 func (rn Runner) binary() (string, error) {

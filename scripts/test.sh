@@ -16,6 +16,8 @@ command -v rg >/dev/null || need+=(ripgrep)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v fdfind >/dev/null || need+=(fd-find)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
+command -v redis-server >/dev/null || need+=(redis-server redis-tools)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${need[*]}"
@@ -24,6 +26,12 @@ if ((${#need[@]})); then
   else
     echo "missing (tests needing them will skip): ${need[*]}" >&2
   fi
+fi
+
+# PostgreSQL and Redis for the store and lock adapters: throwaway servers on
+# loopback, unless the caller already points the tests at some.
+if [ -z "${GROVE_TEST_POSTGRES_DSN:-}${GROVE_TEST_REDIS_ADDR:-}" ]; then
+  eval "$(./scripts/services.sh start)"
 fi
 
 echo "== gofmt"
@@ -63,4 +71,4 @@ if [ "$fuzztime" != 0 ]; then
   done
 fi
 echo "all checks passed"
-echo "tests: $passed passed, 0 failed"
+echo "packages: $passed passed, 0 failed"

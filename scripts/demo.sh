@@ -7,8 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git ripgrep bubblewrap >/dev/null
+need=()
+for tool in git:git rg:ripgrep bwrap:bubblewrap jq:jq; do
+  command -v "${tool%%:*}" >/dev/null || need+=("${tool#*:}")
+done
+if ((${#need[@]})) && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 if ! command -v bwrap >/dev/null; then
   echo "bubblewrap not found: using the unisolated subprocess runtime for this demo" >&2

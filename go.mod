@@ -4,7 +4,14 @@ go 1.26.8
 
 require modernc.org/sqlite v1.62.0
 
-require github.com/google/go-querystring v1.2.0 // indirect
+require (
+	github.com/google/go-querystring v1.2.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/crypto v0.37.0 // indirect
+)
 
 require (
 	github.com/Microsoft/go-winio v0.6.4 // indirect
@@ -47,7 +54,7 @@ require (
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect

@@ -30,7 +30,8 @@ import (
 	"github.com/grove-dev/grove/credentials"
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/gitrepo"
-	"github.com/grove-dev/grove/internal/keylock"
+	"github.com/grove-dev/grove/lock"
+	"github.com/grove-dev/grove/lock/local"
 	"github.com/grove-dev/grove/platform"
 	"github.com/grove-dev/grove/provider"
 	"github.com/grove-dev/grove/store"
@@ -69,6 +70,11 @@ type Config struct {
 	// BotIdentity authors commits whose request names no author (for a
 	// GitHub App: "<slug>[bot]" and its noreply address).
 	BotIdentity gitrepo.Identity
+	// Locks serialises work on workspaces and repo caches (DESIGN.md §5);
+	// nil means in-memory locks, right for one process. Engines in several
+	// processes over one store must share a distributed Locker
+	// (lock/pglock). Eviction relies on its try-lock semantics.
+	Locks lock.Locker
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -82,7 +88,7 @@ type Engine struct {
 	drv   driver.Driver
 	log   *slog.Logger
 	now   func() time.Time
-	locks keylock.RW
+	locks lock.Locker
 	parse gitrepo.ParseOptions
 	// runtimes remembers which workspaces already have a runtime so the
 	// exec path makes no store round trip; it is only a cache of the store.
@@ -110,7 +116,11 @@ func New(cfg Config) (*Engine, error) {
 		drv:   cfg.Driver,
 		log:   cfg.Logger,
 		now:   cfg.Now,
+		locks: cfg.Locks,
 		parse: gitrepo.ParseOptions{BaseURL: cfg.BaseURL},
+	}
+	if e.locks == nil {
+		e.locks = local.New()
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)

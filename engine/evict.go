@@ -212,8 +212,8 @@ func (e *Engine) lastUsed(ws *grove.Workspace) time.Time {
 // tryHeld runs fn on workspace id under its exclusive lock if the lock is
 // free right now; a busy or failing workspace is listed as skipped.
 func (e *Engine) tryHeld(ctx context.Context, id string, rep *EvictionReport, fn func(*grove.Workspace) error) {
-	// An expired context makes the lock a try-lock: keylock takes a free
-	// key before it looks at ctx.
+	// An expired context makes the lock a try-lock: a lock.Locker takes a
+	// free key before it looks at ctx.
 	try, cancel := context.WithTimeout(ctx, 0)
 	unlock, err := e.locks.Lock(try, "ws:"+id)
 	cancel()

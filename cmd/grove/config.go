@@ -23,6 +23,7 @@ type config struct {
 	AuthorEmail     string        // GROVE_AUTHOR_EMAIL
 	NoSync          bool          // GROVE_NO_SYNC: skip fsync on file writes (still atomic)
 	Image           string        // GROVE_IMAGE: agent image for the docker runtime (default: built by grove image build)
+	Locks           string        // GROVE_LOCKS: local (default) | a postgres:// DSN shared by several processes
 	JSON            bool
 	Quiet           bool
 }
@@ -62,6 +63,7 @@ func loadConfig() config {
 		AuthorEmail:     envOr("GROVE_AUTHOR_EMAIL", "agent@grove.invalid"),
 		Image:           os.Getenv("GROVE_IMAGE"),
 		NoSync:          envBool("GROVE_NO_SYNC"),
+		Locks:           os.Getenv("GROVE_LOCKS"),
 	}
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {

@@ -65,7 +65,13 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		botID = *bot
 		git.Identity = botID
 	}
+	locks, closeLocks, err := openLocks(ctx, cfg.Locks, logger)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("locks: %w", err)
+	}
 	eng, err := engine.New(engine.Config{
+		Locks:    locks,
 		Platform: gh, Credentials: chain, ProtectedBranches: protected, BotIdentity: botID,
 		Store:                 st,
 		Provider:              prov,
@@ -76,10 +82,11 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Logger:                logger,
 	})
 	if err != nil {
+		closeLocks()
 		st.Close()
 		return nil, err
 	}
-	return &app{svc: eng, engine: eng, store: st, close: func() { st.Close() }}, nil
+	return &app{svc: eng, engine: eng, store: st, close: func() { closeLocks(); st.Close() }}, nil
 }
 
 func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {

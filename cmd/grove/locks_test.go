@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/internal/testenv"
+	locallock "github.com/grove-dev/grove/lock/local"
+	"github.com/grove-dev/grove/lock/pglock"
+)
+
+func TestOpenLocks(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    string
+		wantErr error
+		check   func(t *testing.T, l any)
+	}{
+		{name: "default is local", spec: "", check: isLocal},
+		{name: "local", spec: "local", check: isLocal},
+		{name: "redis not built", spec: "redis://127.0.0.1:6379", wantErr: grove.ErrNotSupported},
+		{name: "unknown never echoes the value", spec: "mysql://u:s3cretpw@h/db", wantErr: grove.ErrInvalid},
+		{name: "postgres unreachable", spec: "postgres://u:s3cretpw@127.0.0.1:1/db?connect_timeout=2", wantErr: grove.ErrUnavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, closeLocks, err := openLocks(context.Background(), tc.spec, nil)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("want %v, got %v", tc.wantErr, err)
+				}
+				if strings.Contains(err.Error(), "s3cretpw") {
+					t.Fatalf("the password leaked: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeLocks()
+			tc.check(t, l)
+		})
+	}
+}
+
+func isLocal(t *testing.T, l any) {
+	if _, ok := l.(*locallock.Locker); !ok {
+		t.Fatalf("got %T, want *local.Locker", l)
+	}
+}
+
+func TestOpenLocksPostgres(t *testing.T) {
+	dsn := os.Getenv("GROVE_TEST_POSTGRES_DSN")
+	testenv.Require(t, "postgres", dsn != "", "GROVE_TEST_POSTGRES_DSN is not set")
+	l, closeLocks, err := openLocks(context.Background(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLocks()
+	if _, ok := l.(*pglock.Locker); !ok {
+		t.Fatalf("got %T, want *pglock.Locker", l)
+	}
+}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,7 +15,9 @@ import (
 	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/internal/testenv"
+	"github.com/grove-dev/grove/lock"
 	"github.com/grove-dev/grove/lock/pglock"
+	"github.com/grove-dev/grove/lock/redislock"
 	"github.com/grove-dev/grove/provider/local"
 	"github.com/grove-dev/grove/store/memory"
 )
@@ -24,19 +27,45 @@ import (
 // and one data root, as several `grove serve` processes would. Mutating
 // commands sent to the two workers for one workspace must never overlap.
 func TestTwoWorkersShareWorkspaceLocks(t *testing.T) {
-	dsn := os.Getenv("GROVE_TEST_POSTGRES_DSN")
-	testenv.Require(t, "postgres", dsn != "", "GROVE_TEST_POSTGRES_DSN is not set (eval \"$(scripts/services.sh start)\")")
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("GROVE_TEST_POSTGRES_DSN")
+		testenv.Require(t, "postgres", dsn != "", "GROVE_TEST_POSTGRES_DSN is not set (eval \"$(scripts/services.sh start)\")")
+		twoWorkers(t, func(ctx context.Context) (lock.Locker, error) {
+			l, err := pglock.Open(ctx, dsn, pglock.Options{})
+			if err == nil {
+				t.Cleanup(l.Close)
+			}
+			return l, err
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		addr := os.Getenv("GROVE_TEST_REDIS_ADDR")
+		testenv.Require(t, "redis", addr != "", "GROVE_TEST_REDIS_ADDR is not set (eval \"$(scripts/services.sh start)\")")
+		prefix := fmt.Sprintf("grovetest:%d:%d:", os.Getpid(), time.Now().UnixNano())
+		twoWorkers(t, func(ctx context.Context) (lock.Locker, error) {
+			l, err := redislock.Open(ctx, "redis://"+addr, redislock.Options{Prefix: prefix})
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+			}
+			return l, err
+		})
+	})
+}
+
+// twoWorkers builds two engines, each with its own Locker from openLocks
+// (two processes), and checks that their mutating commands on one
+// workspace never overlap.
+func twoWorkers(t *testing.T, openLocks func(context.Context) (lock.Locker, error)) {
 	root := t.TempDir()
 	st := memory.New()
 	workers := make([]*engine.Engine, 2)
 	for i := range workers {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		locks, err := pglock.Open(ctx, dsn, pglock.Options{})
+		locks, err := openLocks(ctx)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(locks.Close)
 		home := filepath.Join(root, "home")
 		for _, d := range []string{home, filepath.Join(root, "rt")} {
 			if err := os.MkdirAll(d, 0o700); err != nil {

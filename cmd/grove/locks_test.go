@@ -11,6 +11,7 @@ import (
 	"github.com/grove-dev/grove/internal/testenv"
 	locallock "github.com/grove-dev/grove/lock/local"
 	"github.com/grove-dev/grove/lock/pglock"
+	"github.com/grove-dev/grove/lock/redislock"
 )
 
 func TestOpenLocks(t *testing.T) {
@@ -22,7 +23,7 @@ func TestOpenLocks(t *testing.T) {
 	}{
 		{name: "default is local", spec: "", check: isLocal},
 		{name: "local", spec: "local", check: isLocal},
-		{name: "redis not built", spec: "redis://127.0.0.1:6379", wantErr: grove.ErrNotSupported},
+		{name: "redis unreachable", spec: "redis://:s3cretpw@127.0.0.1:1", wantErr: grove.ErrUnavailable},
 		{name: "unknown never echoes the value", spec: "mysql://u:s3cretpw@h/db", wantErr: grove.ErrInvalid},
 		{name: "postgres unreachable", spec: "postgres://u:s3cretpw@127.0.0.1:1/db?connect_timeout=2", wantErr: grove.ErrUnavailable},
 	}
@@ -63,5 +64,18 @@ func TestOpenLocksPostgres(t *testing.T) {
 	defer closeLocks()
 	if _, ok := l.(*pglock.Locker); !ok {
 		t.Fatalf("got %T, want *pglock.Locker", l)
+	}
+}
+
+func TestOpenLocksRedis(t *testing.T) {
+	addr := os.Getenv("GROVE_TEST_REDIS_ADDR")
+	testenv.Require(t, "redis", addr != "", "GROVE_TEST_REDIS_ADDR is not set")
+	l, closeLocks, err := openLocks(context.Background(), "redis://"+addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLocks()
+	if _, ok := l.(*redislock.Locker); !ok {
+		t.Fatalf("got %T, want *redislock.Locker", l)
 	}
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/grove-dev/grove/auth"
-	"github.com/grove-dev/grove/store/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -92,7 +90,7 @@ func (c *cli) keysCmd() *cobra.Command {
 
 func (c *cli) withKeys(fn func(ctx context.Context, k *auth.Keys, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		st, err := sqlite.Open(cmd.Context(), filepath.Join(c.cfg.Root, "grove.db"))
+		st, err := openStore(cmd.Context(), c.cfg)
 		if err != nil {
 			return fmt.Errorf("open store: %w", err)
 		}

@@ -24,6 +24,7 @@ type config struct {
 	NoSync          bool          // GROVE_NO_SYNC: skip fsync on file writes (still atomic)
 	Image           string        // GROVE_IMAGE: agent image for the docker runtime (default: built by grove image build)
 	Locks           string        // GROVE_LOCKS: local (default) | a postgres:// DSN shared by several processes
+	Store           string        // GROVE_STORE: sqlite (default: <root>/grove.db) | a postgres:// DSN shared by several processes
 	JSON            bool
 	Quiet           bool
 }
@@ -63,6 +64,7 @@ func loadConfig() config {
 		AuthorEmail:     envOr("GROVE_AUTHOR_EMAIL", "agent@grove.invalid"),
 		Image:           os.Getenv("GROVE_IMAGE"),
 		NoSync:          envBool("GROVE_NO_SYNC"),
+		Store:           os.Getenv("GROVE_STORE"),
 		Locks:           os.Getenv("GROVE_LOCKS"),
 	}
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {

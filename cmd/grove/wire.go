@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/bwrap"
@@ -17,6 +18,7 @@ import (
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/provider/local"
 	"github.com/grove-dev/grove/store"
+	"github.com/grove-dev/grove/store/postgres"
 	"github.com/grove-dev/grove/store/sqlite"
 )
 
@@ -35,7 +37,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, err
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.Root, "grove.db"))
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -106,4 +108,34 @@ func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {
 		return docker.New(ctx, docker.Options{Image: cfg.Image})
 	}
 	return nil, fmt.Errorf("runtime %q is not available in this build", kind)
+}
+
+// keyedStore is a store that also keeps the HTTP API keys, as every
+// adapter cmd wires does: grove keys and grove serve must share one.
+type keyedStore interface {
+	store.Store
+	store.KeyStore
+}
+
+// openStore opens the store GROVE_STORE names: SQLite under the root
+// (the default), or a PostgreSQL database that several Grove processes
+// share.
+func openStore(ctx context.Context, cfg config) (keyedStore, error) {
+	// Each case returns nil, not a typed nil pointer, on failure.
+	switch dsn := cfg.Store; {
+	case dsn == "" || dsn == "sqlite":
+		st, err := sqlite.Open(ctx, filepath.Join(cfg.Root, "grove.db"))
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		st, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	// Not echoed: a mistyped DSN may still hold a password.
+	return nil, grove.Errorf(grove.ErrInvalid, "GROVE_STORE: want sqlite or a postgres:// URL")
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/grove-dev/grove"
@@ -85,6 +86,16 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		// pgx's message may quote the DSN, and with it a password.
 		return nil, grove.Errorf(grove.ErrInvalid, "postgres store: cannot parse the connection string (not shown: it may hold a password)")
+	}
+	// On ctx end, ask the server to cancel the statement rather than only
+	// dropping the connection (pgx's default). A backend waiting for the
+	// writer lock does not notice a dropped client: it would take the lock
+	// later and run the rest of the pipeline — the write the caller was
+	// told had failed. Cancelled, the wait ends in an error and the
+	// implicit transaction is rolled back. The deadline is a backstop for
+	// a server that does not answer the cancel.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

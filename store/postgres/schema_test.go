@@ -295,3 +295,62 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitForWriterLockHonoursCtx: a Tx or a write waiting for another
+// process's Tx gives up when its ctx ends, and its store stays usable.
+func TestWaitForWriterLockHonoursCtx(t *testing.T) {
+	dsn := newSchema(t)
+	a, b := open(t, dsn), open(t, dsn)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	w := seed(t, a, 1)[0]
+	tests := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"Tx", func(ctx context.Context) error {
+			return b.Tx(ctx, func(ctx context.Context, tx store.Store) error {
+				t.Errorf("Tx ran fn while another store's Tx held the writer lock")
+				return nil
+			})
+		}},
+		{"UpdateWorkspace", func(ctx context.Context) error {
+			x := *w
+			x.HeadSHA = "abandoned"
+			return b.UpdateWorkspace(ctx, &x)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := a.Tx(context.Background(), func(context.Context, store.Store) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				err := tc.call(ctx)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("waiting %s = %v, want context.DeadlineExceeded", tc.name, err)
+				}
+				if d := time.Since(start); d > 2*time.Second {
+					t.Errorf("waiting %s took %v after its ctx ended", tc.name, d)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("holding Tx: %v", err)
+			}
+			// An abandoned write must not land later, when the lock it
+			// was queued for comes free: the wait is cancelled on the
+			// server, not just on this side of the connection.
+			time.Sleep(300 * time.Millisecond)
+			got, err := a.GetWorkspace(context.Background(), w.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.HeadSHA != w.HeadSHA {
+				t.Errorf("HeadSHA = %q after the write's ctx ended, want %q", got.HeadSHA, w.HeadSHA)
+			}
+			if err := b.UpdateWorkspace(context.Background(), w); err != nil {
+				t.Errorf("UpdateWorkspace after the wait was abandoned: %v", err)
+			}
+		})
+	}
+}

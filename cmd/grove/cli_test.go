@@ -149,15 +149,16 @@ func TestConfigRedactsSecrets(t *testing.T) {
 	e := &cliEnv{t: t, root: t.TempDir()}
 	t.Setenv("GROVE_GIT_TOKEN", "ghp_supersecret123")
 	t.Setenv("GROVE_API_KEY", "grove_topsecret456")
+	t.Setenv("GROVE_LOCKS", "redis://:lockpw123@127.0.0.1:6379")
 	out := e.ok("", "config", "--json")
-	if strings.Contains(out, "supersecret") || strings.Contains(out, "topsecret") {
+	if strings.Contains(out, "supersecret") || strings.Contains(out, "topsecret") || strings.Contains(out, "lockpw123") {
 		t.Fatalf("config printed a secret: %s", out)
 	}
 	var m map[string]string
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m["root"] != e.root || m["git_token"] != "(set, redacted)" || m["runtime"] != "subprocess" {
+	if m["root"] != e.root || m["git_token"] != "(set, redacted)" || m["runtime"] != "subprocess" || m["store"] != "sqlite" || !strings.HasPrefix(m["locks"], "redis://") {
 		t.Fatalf("config: %v", m)
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -28,6 +30,8 @@ func (c *cli) configCmd() *cobra.Command {
 			}
 			eff := []struct{ key, value string }{
 				{"root", c.cfg.Root},
+				{"store", orDefault(redactURL(c.cfg.Store), "sqlite")},
+				{"locks", orDefault(redactURL(c.cfg.Locks), "local")},
 				{"runtime", runtime},
 				{"allow_unisolated", fmt.Sprint(c.cfg.AllowUnisolated)},
 				{"network", c.cfg.Network},
@@ -55,4 +59,35 @@ func (c *cli) configCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// redactURL hides the password of a DSN-like URL; anything that does not
+// parse as a URL with a scheme is shown only by its scheme-less kind.
+func redactURL(v string) string {
+	if v == "" || !strings.Contains(v, "://") {
+		if strings.Contains(v, "password") {
+			return "(set, redacted)"
+		}
+		return v
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return "(set, redacted)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "redacted")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "redacted")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/store"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -243,11 +244,8 @@ func changedOne(ctx context.Context, tag pgconn.CommandTag, err error, what stri
 	return nil
 }
 
-// scanner is pgx.Row or pgx.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
 // collect scans every row and closes rows.
-func collect[T any](ctx context.Context, rows pgx.Rows, scan func(scanner) (*T, error), what string) ([]*T, error) {
+func collect[T any](ctx context.Context, rows pgx.Rows, scan func(sqlrow.Scanner) (*T, error), what string) ([]*T, error) {
 	defer rows.Close()
 	var out []*T
 	for rows.Next() {

@@ -9,40 +9,17 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/store"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
-const workspaceColumns = `id, ws_key, repo_cache_id, host, owner, name, user_id, project_id, mode, scope,
-	base_ref, branch, head_sha, local_path, state, dirty, pinned, size_bytes, runtime_kind,
-	created_at, updated_at, last_used_at`
-
-const selectWorkspace = `SELECT ` + workspaceColumns + ` FROM workspaces`
-
-func scanWorkspace(row scanner) (*grove.Workspace, error) {
-	var w grove.Workspace
-	err := row.Scan(&w.ID, &w.Key, &w.RepoCacheID, &w.Repo.Host, &w.Repo.Owner, &w.Repo.Name,
-		&w.User, &w.Project, &w.Mode, &w.Scope, &w.BaseRef, &w.Branch, &w.HeadSHA, &w.LocalPath,
-		&w.State, &w.Dirty, &w.Pinned, &w.SizeBytes, &w.RuntimeKind,
-		timeCol{&w.CreatedAt}, timeCol{&w.UpdatedAt}, timeCol{&w.LastUsedAt})
-	if err != nil {
-		return nil, err
-	}
-	return &w, nil
-}
-
-// workspaceArgs are w's values in workspaceColumns order.
-func workspaceArgs(w *grove.Workspace) []any {
-	return []any{w.ID, w.Key, w.RepoCacheID, w.Repo.Host, w.Repo.Owner, w.Repo.Name,
-		w.User, w.Project, string(w.Mode), w.Scope, w.BaseRef, w.Branch, w.HeadSHA, w.LocalPath,
-		string(w.State), w.Dirty, w.Pinned, w.SizeBytes, w.RuntimeKind,
-		nanos(w.CreatedAt), nanos(w.UpdatedAt), nanos(w.LastUsedAt)}
-}
+const selectWorkspace = `SELECT ` + sqlrow.WorkspaceColumns + ` FROM workspaces`
 
 // CreateWorkspace inserts w. ErrConflict when its id, key or (repo cache,
 // branch) is taken; ErrNotFound when its repo cache does not exist.
 func (s *Store) CreateWorkspace(ctx context.Context, w *grove.Workspace) error {
-	_, err := s.exec(ctx, `INSERT INTO workspaces (`+workspaceColumns+`)
+	_, err := s.exec(ctx, `INSERT INTO workspaces (`+sqlrow.WorkspaceColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
-		workspaceArgs(w)...)
+		sqlrow.WorkspaceArgs(w)...)
 	if err != nil {
 		return dbError(ctx, err, "create workspace "+w.ID, grove.ErrNotFound)
 	}
@@ -60,7 +37,7 @@ func (s *Store) GetWorkspaceByKey(ctx context.Context, key string) (*grove.Works
 }
 
 func oneWorkspace(ctx context.Context, row pgx.Row, name string) (*grove.Workspace, error) {
-	w, err := scanWorkspace(row)
+	w, err := sqlrow.ScanWorkspace(row)
 	if noRows(err) {
 		return nil, grove.Errorf(grove.ErrNotFound, "workspace %q not found", name)
 	}
@@ -91,12 +68,12 @@ func (s *Store) ListWorkspaces(ctx context.Context, f store.WorkspaceFilter) ([]
 	if err != nil {
 		return nil, dbError(ctx, err, "list workspaces", nil)
 	}
-	return collect(ctx, rows, scanWorkspace, "list workspaces")
+	return collect(ctx, rows, sqlrow.ScanWorkspace, "list workspaces")
 }
 
 // UpdateWorkspace replaces the workspace with w.ID.
 func (s *Store) UpdateWorkspace(ctx context.Context, w *grove.Workspace) error {
-	args := append(workspaceArgs(w)[1:], w.ID)
+	args := append(sqlrow.WorkspaceArgs(w)[1:], w.ID)
 	tag, err := s.exec(ctx, `UPDATE workspaces SET ws_key = $1, repo_cache_id = $2, host = $3, owner = $4,
 		name = $5, user_id = $6, project_id = $7, mode = $8, scope = $9, base_ref = $10, branch = $11,
 		head_sha = $12, local_path = $13, state = $14, dirty = $15, pinned = $16, size_bytes = $17,

@@ -8,17 +8,18 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/store"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
 var _ store.KeyStore = (*Store)(nil)
 
 const apiKeyColumns = `id, user_name, admin, secret_hash, created_at, last_used_at, revoked_at`
 
-func scanAPIKey(row scanner) (*store.APIKey, error) {
+func scanAPIKey(row sqlrow.Scanner) (*store.APIKey, error) {
 	var k store.APIKey
 	var admin int64
 	if err := row.Scan(&k.ID, &k.User, &admin, &k.Hash,
-		timeCol{&k.CreatedAt}, timeCol{&k.LastUsedAt}, timeCol{&k.RevokedAt}); err != nil {
+		sqlrow.Time(&k.CreatedAt), sqlrow.Time(&k.LastUsedAt), sqlrow.Time(&k.RevokedAt)); err != nil {
 		return nil, err
 	}
 	k.Admin = admin == 1
@@ -35,7 +36,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *store.APIKey) error {
 		admin = 1
 	}
 	_, err := s.exec(ctx, `INSERT INTO api_keys (`+apiKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.User, admin, k.Hash, nanos(k.CreatedAt), nanos(k.LastUsedAt), nanos(k.RevokedAt))
+		k.ID, k.User, admin, k.Hash, sqlrow.Nanos(k.CreatedAt), sqlrow.Nanos(k.LastUsedAt), sqlrow.Nanos(k.RevokedAt))
 	if err != nil {
 		return dbError(ctx, err, "create api key "+k.ID, nil)
 	}
@@ -66,6 +67,6 @@ func (s *Store) ListAPIKeys(ctx context.Context) ([]*store.APIKey, error) {
 
 // RevokeAPIKey marks key id revoked at at, keeping an earlier revocation.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
-	res, err := s.exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, nanos(at), id)
+	res, err := s.exec(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, sqlrow.Nanos(at), id)
 	return changedOne(ctx, res, err, "revoke api key "+id, nil)
 }

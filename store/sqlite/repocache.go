@@ -6,27 +6,14 @@ import (
 	"errors"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
-
-const cacheColumns = `id, host, owner, name, url, local_path, state, size_bytes,
-	last_fetched_at, last_used_at, created_at, updated_at`
-
-func scanCache(row scanner) (*grove.RepoCache, error) {
-	var c grove.RepoCache
-	err := row.Scan(&c.ID, &c.Repo.Host, &c.Repo.Owner, &c.Repo.Name, &c.URL, &c.LocalPath, &c.State, &c.SizeBytes,
-		timeCol{&c.LastFetchedAt}, timeCol{&c.LastUsedAt}, timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt})
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
 
 // CreateRepoCache inserts c.
 func (s *Store) CreateRepoCache(ctx context.Context, c *grove.RepoCache) error {
-	_, err := s.exec(ctx, `INSERT INTO repo_caches (`+cacheColumns+`, cache_key)
+	_, err := s.exec(ctx, `INSERT INTO repo_caches (`+sqlrow.CacheColumns+`, cache_key)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.Repo.Host, c.Repo.Owner, c.Repo.Name, c.URL, c.LocalPath, c.State, c.SizeBytes,
-		nanos(c.LastFetchedAt), nanos(c.LastUsedAt), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.Repo.Key())
+		append(sqlrow.CacheArgs(c), c.Repo.Key())...)
 	if err != nil {
 		return dbError(ctx, err, "create repo cache "+c.ID, nil)
 	}
@@ -45,7 +32,7 @@ func (s *Store) GetRepoCacheByKey(ctx context.Context, key string) (*grove.RepoC
 
 // getCache looks a cache up by a unique column; col is a constant.
 func (s *Store) getCache(ctx context.Context, col, val string) (*grove.RepoCache, error) {
-	c, err := scanCache(s.q.QueryRowContext(ctx, `SELECT `+cacheColumns+` FROM repo_caches WHERE `+col+` = ?`, val))
+	c, err := sqlrow.ScanCache(s.q.QueryRowContext(ctx, `SELECT `+sqlrow.CacheColumns+` FROM repo_caches WHERE `+col+` = ?`, val))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, grove.Errorf(grove.ErrNotFound, "repo cache %q not found", val)
 	}
@@ -57,11 +44,11 @@ func (s *Store) getCache(ctx context.Context, col, val string) (*grove.RepoCache
 
 // ListRepoCaches returns all caches ordered by CreatedAt, then id.
 func (s *Store) ListRepoCaches(ctx context.Context) ([]*grove.RepoCache, error) {
-	rows, err := s.q.QueryContext(ctx, `SELECT `+cacheColumns+` FROM repo_caches ORDER BY created_at, id`)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+sqlrow.CacheColumns+` FROM repo_caches ORDER BY created_at, id`)
 	if err != nil {
 		return nil, dbError(ctx, err, "list repo caches", nil)
 	}
-	return collect(ctx, rows, scanCache, "list repo caches")
+	return collect(ctx, rows, sqlrow.ScanCache, "list repo caches")
 }
 
 // UpdateRepoCache replaces the cache with c.ID.
@@ -70,7 +57,7 @@ func (s *Store) UpdateRepoCache(ctx context.Context, c *grove.RepoCache) error {
 		local_path = ?, state = ?, size_bytes = ?, last_fetched_at = ?, last_used_at = ?, created_at = ?, updated_at = ?
 		WHERE id = ?`,
 		c.Repo.Host, c.Repo.Owner, c.Repo.Name, c.Repo.Key(), c.URL, c.LocalPath, c.State, c.SizeBytes,
-		nanos(c.LastFetchedAt), nanos(c.LastUsedAt), nanos(c.CreatedAt), nanos(c.UpdatedAt), c.ID)
+		sqlrow.Nanos(c.LastFetchedAt), sqlrow.Nanos(c.LastUsedAt), sqlrow.Nanos(c.CreatedAt), sqlrow.Nanos(c.UpdatedAt), c.ID)
 	return changedOne(ctx, res, err, "update repo cache "+c.ID, nil)
 }
 
@@ -97,7 +84,7 @@ func changedOne(ctx context.Context, res sql.Result, err error, what string, fk 
 }
 
 // collect scans every row and closes rows.
-func collect[T any](ctx context.Context, rows *sql.Rows, scan func(scanner) (*T, error), what string) ([]*T, error) {
+func collect[T any](ctx context.Context, rows *sql.Rows, scan func(sqlrow.Scanner) (*T, error), what string) ([]*T, error) {
 	defer rows.Close()
 	var out []*T
 	for rows.Next() {

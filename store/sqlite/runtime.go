@@ -6,31 +6,18 @@ import (
 	"errors"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
-
-const runtimeColumns = `workspace_id, id, kind, backend_id, image, state,
-	last_started_at, last_used_at, created_at, updated_at`
-
-func scanRuntime(row scanner) (*grove.RuntimeRecord, error) {
-	var r grove.RuntimeRecord
-	err := row.Scan(&r.WorkspaceID, &r.ID, &r.Kind, &r.BackendID, &r.Image, &r.State,
-		timeCol{&r.LastStartedAt}, timeCol{&r.LastUsedAt}, timeCol{&r.CreatedAt}, timeCol{&r.UpdatedAt})
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
 
 // PutRuntime inserts or replaces the runtime record of r.WorkspaceID;
 // ErrNotFound when that workspace does not exist.
 func (s *Store) PutRuntime(ctx context.Context, r *grove.RuntimeRecord) error {
-	_, err := s.exec(ctx, `INSERT INTO runtimes (`+runtimeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := s.exec(ctx, `INSERT INTO runtimes (`+sqlrow.RuntimeColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (workspace_id) DO UPDATE SET id = excluded.id, kind = excluded.kind,
 			backend_id = excluded.backend_id, image = excluded.image, state = excluded.state,
 			last_started_at = excluded.last_started_at, last_used_at = excluded.last_used_at,
 			created_at = excluded.created_at, updated_at = excluded.updated_at`,
-		r.WorkspaceID, r.ID, r.Kind, r.BackendID, r.Image, r.State,
-		nanos(r.LastStartedAt), nanos(r.LastUsedAt), nanos(r.CreatedAt), nanos(r.UpdatedAt))
+		sqlrow.RuntimeArgs(r)...)
 	if err != nil {
 		return dbError(ctx, err, "put runtime of workspace "+r.WorkspaceID, grove.ErrNotFound)
 	}
@@ -39,8 +26,8 @@ func (s *Store) PutRuntime(ctx context.Context, r *grove.RuntimeRecord) error {
 
 // GetRuntime returns the runtime record of workspaceID.
 func (s *Store) GetRuntime(ctx context.Context, workspaceID string) (*grove.RuntimeRecord, error) {
-	r, err := scanRuntime(s.q.QueryRowContext(ctx,
-		`SELECT `+runtimeColumns+` FROM runtimes WHERE workspace_id = ?`, workspaceID))
+	r, err := sqlrow.ScanRuntime(s.q.QueryRowContext(ctx,
+		`SELECT `+sqlrow.RuntimeColumns+` FROM runtimes WHERE workspace_id = ?`, workspaceID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, grove.Errorf(grove.ErrNotFound, "runtime of workspace %s not found", workspaceID)
 	}
@@ -53,11 +40,11 @@ func (s *Store) GetRuntime(ctx context.Context, workspaceID string) (*grove.Runt
 // ListRuntimes returns all runtime records ordered by CreatedAt, then
 // workspace id.
 func (s *Store) ListRuntimes(ctx context.Context) ([]*grove.RuntimeRecord, error) {
-	rows, err := s.q.QueryContext(ctx, `SELECT `+runtimeColumns+` FROM runtimes ORDER BY created_at, workspace_id`)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+sqlrow.RuntimeColumns+` FROM runtimes ORDER BY created_at, workspace_id`)
 	if err != nil {
 		return nil, dbError(ctx, err, "list runtimes", nil)
 	}
-	return collect(ctx, rows, scanRuntime, "list runtimes")
+	return collect(ctx, rows, sqlrow.ScanRuntime, "list runtimes")
 }
 
 // DeleteRuntime deletes the runtime record of workspaceID.

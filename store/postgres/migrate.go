@@ -4,50 +4,21 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
-// migrations are applied in file-name order; each name starts with its
-// version number: 0001_init.sql. A migration, once released, is never
-// edited — a change is a new file.
+// migrations are this adapter's schema steps (see sqlrow.Migration).
 //
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries { // ReadDir sorts by name
-		prefix, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a version number and '_'", e.Name())
-		}
-		if len(out) > 0 && out[len(out)-1].version >= v {
-			return nil, fmt.Errorf("migration %s: version %d is not above the previous one", e.Name(), v)
-		}
-		body, err := fs.ReadFile(migrations, "migrations/"+e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
-	}
-	return out, nil
+func loadMigrations() ([]sqlrow.Migration, error) {
+	return sqlrow.LoadMigrations(migrations, "migrations")
 }
 
 // migrate applies the migrations the schema lacks, each in a transaction
@@ -64,13 +35,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, lockID int64) error {
 	}
 	for _, m := range ms {
 		if err := apply(ctx, pool, lockID, m); err != nil {
-			return dbError(ctx, err, "postgres store: migration "+m.name, nil)
+			return dbError(ctx, err, "postgres store: migration "+m.Name, nil)
 		}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, pool *pgxpool.Pool, lockID int64, m migration) error {
+func apply(ctx context.Context, pool *pgxpool.Pool, lockID int64, m sqlrow.Migration) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockSQL, lockID); err != nil {
 			return err
@@ -84,7 +55,7 @@ func apply(ctx context.Context, pool *pgxpool.Pool, lockID int64, m migration) e
 		}
 		var applied bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`,
-			m.version).Scan(&applied); err != nil {
+			m.Version).Scan(&applied); err != nil {
 			return err
 		}
 		if applied {
@@ -92,11 +63,11 @@ func apply(ctx context.Context, pool *pgxpool.Pool, lockID int64, m migration) e
 		}
 		// No arguments: pgx sends it by the simple protocol, which runs a
 		// file of several statements.
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-			m.version, m.name, time.Now().UnixNano())
+			m.Version, m.Name, time.Now().UnixNano())
 		return err
 	})
 }

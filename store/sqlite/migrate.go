@@ -5,47 +5,18 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
-// migrations are applied in file-name order; each name starts with its
-// version number: 0001_init.sql. A migration, once released, is never
-// edited — a change is a new file.
+// migrations are this adapter's schema steps (see sqlrow.Migration).
 //
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, e := range entries { // ReadDir sorts by name
-		prefix, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a version number and '_'", e.Name())
-		}
-		if len(out) > 0 && out[len(out)-1].version >= v {
-			return nil, fmt.Errorf("migration %s: version %d is not above the previous one", e.Name(), v)
-		}
-		body, err := fs.ReadFile(migrations, "migrations/"+e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
-	}
-	return out, nil
+func loadMigrations() ([]sqlrow.Migration, error) {
+	return sqlrow.LoadMigrations(migrations, "migrations")
 }
 
 // migrate applies the migrations db lacks, each in its own transaction.
@@ -83,30 +54,30 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func apply(ctx context.Context, db *sql.DB, m migration) error {
+func apply(ctx context.Context, db *sql.DB, m sqlrow.Migration) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return dbError(ctx, err, "sqlite store: migration "+m.name, nil)
+		return dbError(ctx, err, "sqlite store: migration "+m.Name, nil)
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	var applied bool
 	if err := tx.QueryRowContext(ctx,
-		`SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.version).Scan(&applied); err != nil {
-		return dbError(ctx, err, "sqlite store: migration "+m.name, nil)
+		`SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.Version).Scan(&applied); err != nil {
+		return dbError(ctx, err, "sqlite store: migration "+m.Name, nil)
 	}
 	if applied {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return dbError(ctx, err, "sqlite store: migration "+m.name, nil)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return dbError(ctx, err, "sqlite store: migration "+m.Name, nil)
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixNano()); err != nil {
-		return dbError(ctx, err, "sqlite store: migration "+m.name, nil)
+		m.Version, m.Name, time.Now().UnixNano()); err != nil {
+		return dbError(ctx, err, "sqlite store: migration "+m.Name, nil)
 	}
 	if err := tx.Commit(); err != nil {
-		return dbError(ctx, err, "sqlite store: migration "+m.name, nil)
+		return dbError(ctx, err, "sqlite store: migration "+m.Name, nil)
 	}
 	return nil
 }

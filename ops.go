@@ -34,6 +34,12 @@ type ExecRequest struct {
 	Timeout   time.Duration     `json:"timeout,omitempty"`    // 0: the runtime's default
 	MaxOutput int               `json:"max_output,omitempty"` // per stream, bytes; 0: default
 	Class     CommandClass      `json:"class,omitempty"`      // "" means write
+	// StreamOnly, for streamed execs, sends output only to the emit
+	// function: the result's Stdout and Stderr stay empty (the cap and the
+	// omitted counts still apply). Grove's own consumers that stream into
+	// a sink of their own (a bundle file, a search parser) set it so the
+	// output is not also held in memory. Never set from the wire.
+	StreamOnly bool `json:"-"`
 }
 
 // ExecResult is the outcome of a command. A non-zero exit is a normal

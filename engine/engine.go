@@ -5,8 +5,10 @@
 // Locking, in the order taken:
 //
 //	ws-key:<key>   creation of one workspace key (slow path of Acquire)
-//	repo:<key>     exclusive for clone, fetch, SaveBranch and cache removal;
-//	               shared while a workspace is created from the cache
+//	repo:<key>     exclusive for clone, fetch and cache removal; shared
+//	               while a workspace is created from the cache
+//	work:<key>\x00<user>
+//	               writes to that user's work repository on the cache
 //	ws:<id>        exclusive for mutating commands and writes; shared for
 //	               read commands
 //
@@ -67,6 +69,9 @@ type Config struct {
 	// besides the workspace's base branch and the repository's default
 	// branch, which are always refused.
 	ProtectedBranches []string
+	// Committer signs the commits Grove makes (commit, eviction
+	// snapshots); empty means gitrepo.DefaultIdentity.
+	Committer gitrepo.Identity
 	// BotIdentity authors commits whose request names no author (for a
 	// GitHub App: "<slug>[bot]" and its noreply address).
 	BotIdentity gitrepo.Identity

@@ -9,6 +9,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/provider/execpath"
 )
 
 // EvictionPolicy says what the evictor may reclaim, in the tiers of
@@ -117,7 +118,7 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 			}
 			e.tryHeld(ctx, ws.ID, rep, func(ws *grove.Workspace) error {
 				if ok, _ := e.prov.Exists(ctx, ws); ok {
-					info, err := e.prov.Inspect(ctx, ws)
+					info, err := execpath.Inspect(ctx, e.git(ws), ws.ID)
 					if err != nil {
 						return err
 					}
@@ -159,7 +160,7 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 					return err
 				}
 				if ok, _ := e.prov.Exists(ctx, ws); ok {
-					ref, err := e.prov.Snapshot(ctx, c, ws)
+					ref, err := e.snapshot(ctx, ws)
 					if err != nil {
 						return err // never delete what could not be saved
 					}

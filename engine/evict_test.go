@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/engine"
+	"github.com/grove-dev/grove/gitrepo"
 )
 
 // clock is a settable time for eviction tests.
@@ -120,7 +122,11 @@ func TestEvictUnderPressureSavesDirtyWorkFirst(t *testing.T) {
 		t.Fatalf("dirty workspace destroyed without saving: %+v", rep)
 	}
 	cache, _ := f.eng.ListRepos(bg)
-	saved := run(t, "", "git", "--git-dir="+cache[0].LocalPath, "show", ref+":wip.txt")
+	// Saved in the owner's work repository, never in the shared cache.
+	if out, err := exec.Command("git", "--git-dir="+cache[0].LocalPath, "rev-parse", "--verify", "-q", ref).Output(); err == nil {
+		t.Fatalf("saved work landed in the shared cache: %s", out)
+	}
+	saved := run(t, "", "git", "--git-dir="+gitrepo.WorkRepoPath(cache[0].LocalPath, old.User), "show", ref+":wip.txt")
 	if saved != "work of "+old.ID {
 		t.Fatalf("saved work: %q", saved)
 	}

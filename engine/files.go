@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/fsops"
+	"github.com/grove-dev/grove/search"
 )
 
 // DefaultReadMax caps ReadFile when the caller names no limit.
@@ -43,7 +45,14 @@ func (e *Engine) Search(ctx context.Context, id string, req grove.SearchRequest)
 	if req.Pattern == "" {
 		return nil, grove.Errorf(grove.ErrInvalid, "empty search pattern")
 	}
-	return e.prov.Search(ctx, ws, req)
+	if req.Path != "" {
+		if req.Path, err = fsops.CleanPath(req.Path); err != nil {
+			return nil, err
+		}
+	}
+	// rg runs where the sandbox's view is the only view: no path checked
+	// here can be swapped for a symlink to the host before rg opens it.
+	return search.InRuntime(ctx, e.git(ws), ws.ID, req)
 }
 
 // WriteFile implements grove.Service.

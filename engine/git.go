@@ -8,6 +8,7 @@ import (
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/credentials"
 	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/provider/execpath"
 )
 
 // Status implements grove.Service.
@@ -16,7 +17,7 @@ func (e *Engine) Status(ctx context.Context, id string) (*grove.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.prov.Status(ctx, ws)
+	return execpath.Status(ctx, e.git(ws), ws.ID)
 }
 
 // Diff implements grove.Service.
@@ -30,7 +31,10 @@ func (e *Engine) Diff(ctx context.Context, id string, req grove.DiffRequest) (*g
 			return nil, err
 		}
 	}
-	return e.prov.Diff(ctx, ws, req)
+	if err := checkGitPaths(req.Paths...); err != nil {
+		return nil, err
+	}
+	return execpath.Diff(ctx, e.git(ws), ws.ID, req)
 }
 
 // Log implements grove.Service.
@@ -45,12 +49,15 @@ func (e *Engine) Log(ctx context.Context, id string, limit int, path string) ([]
 	if limit > 1000 {
 		limit = 1000
 	}
-	return e.prov.Log(ctx, ws, limit, path)
+	if err := checkGitPaths(path); err != nil {
+		return nil, err
+	}
+	return execpath.Log(ctx, e.git(ws), ws.ID, limit, path)
 }
 
-// Commit implements grove.Service: stage, commit (the repository's hooks do
-// not run), and record the branch in the cache so the commit survives the
-// workspace.
+// Commit implements grove.Service: stage and commit inside the workspace's
+// runtime (the repository's hooks do not run), then save the branch into
+// the user's work repository so the commit survives the workspace.
 func (e *Engine) Commit(ctx context.Context, id string, req grove.CommitRequest) (*grove.CommitResult, error) {
 	if req.Message == "" {
 		return nil, grove.Errorf(grove.ErrInvalid, "empty commit message")
@@ -58,10 +65,13 @@ func (e *Engine) Commit(ctx context.Context, id string, req grove.CommitRequest)
 	if req.AuthorName == "" && req.AuthorEmail == "" && e.cfg.BotIdentity.Name != "" {
 		req.AuthorName, req.AuthorEmail = e.cfg.BotIdentity.Name, e.cfg.BotIdentity.Email
 	}
+	if err := checkGitPaths(req.Paths...); err != nil {
+		return nil, err
+	}
 	var res *grove.CommitResult
 	err := e.mutate(ctx, id, func(ws *grove.Workspace) error {
 		var err error
-		if res, err = e.prov.Commit(ctx, ws, req); err != nil {
+		if res, err = execpath.Commit(ctx, e.git(ws), ws.ID, req, e.cfg.Committer); err != nil {
 			return err
 		}
 		ws.HeadSHA = res.SHA
@@ -79,7 +89,10 @@ func (e *Engine) Commit(ctx context.Context, id string, req grove.CommitRequest)
 	return res, nil
 }
 
-// Push implements grove.Service: only the workspace's own branch is pushed,
+// Push implements grove.Service: the workspace's branch is first saved into
+// the user's work repository (a bundle out of the runtime), then pushed
+// from there, so no token ever enters the runtime and host git never opens
+// the workspace. Only the workspace's own branch is pushed,
 // never its base branch, the repository's default branch or a configured
 // protected pattern (refused before any network call). The token comes
 // from the credential chain; a rejected App or GH_TOKEN_LIST token is
@@ -104,16 +117,32 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 	if err := gitrepo.CheckProtected(ws.Branch, e.protected(ctx, ws, c)); err != nil {
 		return nil, err
 	}
+	tip, err := e.saveWork(ctx, ws, "refs/heads/"+ws.Branch, gitrepo.SavedBranchPrefix+ws.Branch)
+	if err != nil {
+		return nil, err
+	}
+	if tip == "" {
+		return nil, grove.Errorf(grove.ErrNotFound, "branch %s has no commit to push", ws.Branch)
+	}
+	lease, err := e.prov.ResolveCommit(ctx, c, "refs/heads/"+ws.Branch)
+	if errors.Is(err, grove.ErrNotFound) {
+		lease = ""
+	} else if err != nil {
+		return nil, err
+	}
 	var res *grove.PushResult
 	kind, err := e.withCredential(ctx, ws, req.Token, func(token string) error {
 		r := req
 		r.Token = token
 		var err error
-		res, err = e.prov.Push(ctx, c, ws, r)
+		res, err = e.prov.PushWork(ctx, c, ws, r, lease)
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if err := execpath.SetUpstream(ctx, e.git(ws), ws.ID, ws.Branch, res.RemoteSHA); err != nil {
+		e.log.Warn("record upstream in the workspace", "workspace", ws.ID, "err", err)
 	}
 	res.Credential = string(kind)
 	e.log.Info("push", "workspace", ws.ID, "branch", ws.Branch, "credential", kind)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/provider/execpath"
 	"github.com/grove-dev/grove/store"
 )
 
@@ -51,6 +52,11 @@ func (e *Engine) Release(ctx context.Context, id string) error {
 
 // releaseHeld releases ws; the caller holds its exclusive lock.
 func (e *Engine) releaseHeld(ctx context.Context, ws *grove.Workspace) error {
+	// Saving and inspecting run in the runtime: before it stops.
+	if err := e.saveBranch(ctx, ws); err != nil {
+		return err
+	}
+	e.refresh(ctx, ws)
 	if err := e.drv.Stop(ctx, ws.ID); err != nil && !errors.Is(err, grove.ErrNotFound) {
 		return err
 	}
@@ -59,30 +65,27 @@ func (e *Engine) releaseHeld(ctx context.Context, ws *grove.Workspace) error {
 		rt.UpdatedAt = e.now().UTC()
 		_ = e.store.PutRuntime(ctx, rt)
 	}
-	if err := e.saveBranch(ctx, ws); err != nil {
-		return err
-	}
-	e.refresh(ctx, ws)
 	ws.State = grove.WorkspaceReleased
 	return e.store.UpdateWorkspace(ctx, ws)
 }
 
-// refresh records dirty, size and head as observed now.
+// refresh records dirty, size and head as observed now (git state from
+// inside the runtime).
 func (e *Engine) refresh(ctx context.Context, ws *grove.Workspace) {
-	info, err := e.prov.Inspect(ctx, ws)
+	info, err := execpath.Inspect(ctx, e.git(ws), ws.ID)
 	if err != nil {
 		e.log.Warn("inspect workspace", "workspace", ws.ID, "err", err)
 		return
 	}
-	ws.Dirty, ws.SizeBytes = info.Dirty, info.SizeBytes
+	ws.Dirty, ws.SizeBytes = info.Dirty, e.prov.SizeBytes(ctx, ws)
 	if info.Head != "" {
 		ws.HeadSHA = info.Head
 	}
 	ws.UpdatedAt = e.now().UTC()
 }
 
-// saveBranch records ws's branch in the cache so its commits outlive the
-// workspace.
+// saveBranch records ws's branch in its user's work repository so its
+// commits outlive the workspace.
 func (e *Engine) saveBranch(ctx context.Context, ws *grove.Workspace) error {
 	if ws.Branch == "" {
 		return nil
@@ -90,20 +93,12 @@ func (e *Engine) saveBranch(ctx context.Context, ws *grove.Workspace) error {
 	if ok, _ := e.prov.Exists(ctx, ws); !ok {
 		return nil
 	}
-	c, err := e.cacheOf(ctx, ws)
-	if err != nil {
-		return err
-	}
-	unlock, err := e.locks.Lock(ctx, "repo:"+c.Repo.Key())
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return e.prov.SaveBranch(ctx, c, ws)
+	_, err := e.saveWork(ctx, ws, "refs/heads/"+ws.Branch, gitrepo.SavedBranchPrefix+ws.Branch)
+	return err
 }
 
 // Destroy removes the workspace's runtime, files and record. Its branch's
-// commits stay in the cache, so acquiring the same key again re-attaches
+// commits stay in its user's work repository, so acquiring the same key again re-attaches
 // them; uncommitted changes are gone.
 func (e *Engine) Destroy(ctx context.Context, id string) error {
 	ws, unlock, err := e.locked(ctx, id, true)

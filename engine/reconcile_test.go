@@ -22,16 +22,21 @@ func TestReconcileReportsAndNeverDeletesSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A crash leaves: a row without files, an orphan directory holding
-	// someone's work, and a stale index.lock.
+	// someone's work, and a stale lock in the cache. A lock file in a
+	// workspace's .git is the agent's: host code never touches it.
 	if err := os.RemoveAll(gone.LocalPath); err != nil {
 		t.Fatal(err)
 	}
 	orphan := filepath.Join(filepath.Dir(live.LocalPath), "bob_conv_orphan")
 	write(t, filepath.Join(orphan, "only-copy.txt"), "work")
-	lock := filepath.Join(live.LocalPath, ".git", "index.lock")
+	caches, _ := f.eng.ListRepos(bg)
+	lock := filepath.Join(caches[0].LocalPath, "packed-refs.lock")
 	write(t, lock, "")
+	agentLock := filepath.Join(live.LocalPath, ".git", "index.lock")
+	write(t, agentLock, "")
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(lock, old, old)
+	os.Chtimes(agentLock, old, old)
 
 	rep, err := f.eng.Reconcile(bg)
 	if err != nil {
@@ -51,6 +56,9 @@ func TestReconcileReportsAndNeverDeletesSilently(t *testing.T) {
 	}
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Fatalf("stale lock still present: %v", err)
+	}
+	if _, err := os.Stat(agentLock); err != nil {
+		t.Fatalf("host code removed a file in a workspace's .git: %v", err)
 	}
 	rec, err := f.eng.Get(bg, gone.ID)
 	if err != nil || rec.State != grove.WorkspaceBroken {

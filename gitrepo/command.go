@@ -353,3 +353,7 @@ func bareEnv(barePath string) []string { return []string{"GIT_DIR=" + barePath} 
 func workEnv(dir string) []string {
 	return []string{"GIT_DIR=" + dir + "/.git", "GIT_WORK_TREE=" + dir}
 }
+
+// Classify maps a git error message (for example the stderr of git run
+// inside a workspace's runtime) onto a grove error kind, or nil.
+func Classify(stderr string) error { return classify(stderr) }

@@ -85,6 +85,9 @@ func refProblem(ref string) string {
 	return ""
 }
 
+// IsCommitID reports whether s is a full (40 or 64 hex digit) object name.
+func IsCommitID(s string) bool { return isHexSHA(s) }
+
 // isHexSHA reports whether s is a full (40 or 64 hex digit) object name.
 func isHexSHA(s string) bool {
 	if len(s) != 40 && len(s) != 64 {

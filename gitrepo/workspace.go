@@ -14,15 +14,14 @@ import (
 	"github.com/grove-dev/grove"
 )
 
-// savedBranchPrefix is where SaveBranch keeps workspace branches inside the
-// cache, apart from refs/heads (which mirrors the remote and is overwritten
-// by every fetch).
-const savedBranchPrefix = "refs/grove/branches/"
-
 // WorkspaceOptions say what a new workspace checks out.
 type WorkspaceOptions struct {
 	Branch string // "": a detached checkout of Base
 	Base   string // ref or sha a new branch (or the detached HEAD) starts at; "": the cache's HEAD
+	// WorkRepo is the user's work repository (EnsureWorkRepo): the
+	// workspace borrows its objects after the cache's, and a branch saved
+	// there is re-attached.
+	WorkRepo string
 }
 
 // CreateWorkspace makes the workspace repository dir from the bare cache at
@@ -30,8 +29,8 @@ type WorkspaceOptions struct {
 // worktree) and returns the commit checked out.
 //
 // The branch comes from, in order: refs/grove/branches/<branch> in the
-// cache (work Grove saved earlier), refs/heads/<branch> in the cache, or a
-// new branch at Base. An existing branch is re-attached at its tip, never
+// user's work repository (work Grove saved earlier), refs/heads/<branch>
+// in the cache, or a new branch at Base. An existing branch is re-attached at its tip, never
 // reset to Base. The workspace is built in a temporary directory beside dir
 // and renamed into place, so dir is either absent or complete; an existing
 // dir is grove.ErrConflict.
@@ -57,9 +56,16 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 	if _, err := os.Lstat(dir); err == nil {
 		return "", grove.Errorf(grove.ErrConflict, "workspace directory %s already exists", filepath.Base(dir))
 	}
-	sha, err := g.workspaceStart(ctx, barePath, opt)
-	if err != nil {
-		return "", err
+	sha := ""
+	if opt.Branch != "" && opt.WorkRepo != "" {
+		if sha, err = g.LookupRef(ctx, opt.WorkRepo, SavedBranchPrefix+opt.Branch); err != nil {
+			return "", err
+		}
+	}
+	if sha == "" {
+		if sha, err = g.workspaceStart(ctx, barePath, opt); err != nil {
+			return "", err
+		}
 	}
 
 	parent := filepath.Dir(dir)
@@ -79,6 +85,25 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 		dir:  parent,
 	}); err != nil {
 		return "", err
+	}
+	if opt.WorkRepo != "" {
+		// Written by Grove into a directory no sandbox has seen yet.
+		alt := filepath.Join(tmp, ".git", "objects", "info", "alternates")
+		own, err := filepath.Abs(WorkRepoObjects(opt.WorkRepo))
+		if err != nil {
+			return "", grove.Errorf(grove.ErrInvalid, "work repository path: %v", err)
+		}
+		f, err := os.OpenFile(alt, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return "", grove.Errorf(grove.ErrUnavailable, "create workspace: %v", err)
+		}
+		_, err = f.WriteString(own + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", grove.Errorf(grove.ErrUnavailable, "create workspace: %v", err)
+		}
 	}
 	// An empty hooks directory exists so that a sandbox can mount it
 	// read-only (Protected); host git ignores it either way (core.hooksPath).
@@ -112,7 +137,7 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 func (g *Git) workspaceStart(ctx context.Context, barePath string, opt WorkspaceOptions) (string, error) {
 	var cands []string
 	if opt.Branch != "" {
-		cands = append(cands, savedBranchPrefix+opt.Branch, "refs/heads/"+opt.Branch)
+		cands = append(cands, "refs/heads/"+opt.Branch)
 	}
 	base := opt.Base
 	if base == "" {
@@ -157,22 +182,6 @@ func (g *Git) dropCloneBranch(ctx context.Context, barePath, dir, keep string) e
 	return err
 }
 
-// SaveBranch copies the workspace's branch into the cache as
-// refs/grove/branches/<branch>, so that destroying the workspace and
-// acquiring it again re-attaches the committed work. The caller serialises
-// it with other writes to the cache (see Caches).
-func (g *Git) SaveBranch(ctx context.Context, barePath, dir, branch string) error {
-	if err := ValidateBranch(branch); err != nil {
-		return err
-	}
-	spec := "+refs/heads/" + branch + ":" + savedBranchPrefix + branch
-	_, err := g.run(ctx, call{
-		args: []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--upload-pack=" + hardenedUploadPack, "--", dir, spec},
-		env:  bareEnv(barePath),
-	})
-	return err
-}
-
 // RemoveWorkspace deletes the workspace at dir (renamed aside first, so a
 // crash never leaves a half workspace that looks whole). A missing dir is
 // not an error.
@@ -191,16 +200,6 @@ func (g *Git) RemoveWorkspace(ctx context.Context, dir string) error {
 		return grove.Errorf(grove.ErrInvalid, "%s is not a workspace (no .git)", filepath.Base(dir))
 	}
 	return removeAside(dir)
-}
-
-// Dirty reports whether the workspace has uncommitted changes, including
-// untracked files.
-func (g *Git) Dirty(ctx context.Context, dir string) (bool, error) {
-	out, err := g.run(ctx, call{args: []string{"status", "--porcelain=v1", "-z", "--untracked-files=normal"}, dir: dir, env: workEnv(dir)})
-	if err != nil {
-		return false, err
-	}
-	return len(out) > 0, nil
 }
 
 // DiskUsage is the apparent size in bytes of everything under dir (objects

@@ -1,20 +1,23 @@
 // Package provider defines the workspace provider port: where repo caches
 // and workspaces live and how git and files are reached.
 //
-// The local adapter (provider/local) keeps a bare cache and one working
-// repository per workspace on this machine and reaches them with host git
-// and os.Root. A remote adapter (git running inside a backend such as a
-// Daytona sandbox) implements the same methods through the runtime; a
-// workspace then has no LocalPath and the layers above never notice.
+// The local adapter (provider/local) keeps a bare cache, a work repository
+// per (cache, user) and one working repository per workspace on this
+// machine; it runs host git only on the Grove-owned repositories and
+// reaches workspace files through os.Root. A remote adapter (a backend
+// such as a Daytona sandbox) implements the same methods through the
+// runtime; a workspace then has no LocalPath and the layers above never
+// notice: workspace git goes through the runtime either way.
 //
 // # Contract
 //
-//   - The engine serialises calls: EnsureCache, RemoveCache and SaveBranch
-//     run under the repo's exclusive lock; CreateWorkspace under the repo's
-//     shared lock and the workspace key's lock; mutating workspace
-//     operations (WriteFile, DeleteFile, Commit) under the workspace's
-//     exclusive lock, reads under its shared lock. Providers need no locks
-//     of their own for these.
+//   - The engine serialises calls: EnsureCache and RemoveCache run under
+//     the repo's exclusive lock; CreateWorkspace under the repo's shared
+//     lock and the workspace key's lock; writes to a user's work
+//     repository under that (repo, user) pair's lock; mutating workspace
+//     operations (WriteFile, DeleteFile) under the workspace's exclusive
+//     lock, reads under its shared lock. Providers need no locks of their
+//     own for these.
 //   - Paths are workspace-relative and untrusted; providers refuse escapes
 //     with grove.ErrPathOutside. Refs are validated by the engine before
 //     they reach a provider.
@@ -31,7 +34,13 @@ import (
 	"github.com/grove-dev/grove/driver"
 )
 
-// Provider places caches and workspaces and reaches their files and git.
+// Provider places caches and workspaces and keeps Grove-owned
+// repositories. It never runs git over a workspace's repository: a
+// workspace's files and .git are written by agent code, so its git state is
+// read and written inside its runtime (provider/execpath), and work leaves
+// it only as a bundle that ReceiveWork checks into the user's work
+// repository — the Grove-owned repository that pushes and saved work come
+// from.
 type Provider interface {
 	Kind() string
 
@@ -50,36 +59,45 @@ type Provider interface {
 	// WorkspacePath is where ws will live (recorded before creation).
 	WorkspacePath(c *grove.RepoCache, ws *grove.Workspace) string
 	// CreateWorkspace makes ws at ws.LocalPath: on ws.Branch (re-attached
-	// if it exists, never reset) or detached at ws.BaseRef when Branch is
-	// empty. It returns the head commit.
+	// at the tip its user's work repository saved, else the cache's
+	// branch; never reset) or detached at ws.BaseRef when Branch is empty.
+	// It returns the head commit.
 	CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (head string, err error)
-	// SaveBranch records ws's branch in the cache so a later workspace on
-	// the same branch re-attaches the committed work.
-	SaveBranch(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) error
-	// Snapshot saves everything in ws — committed or not — in the cache
-	// under a ref named for ws.ID, leaving ws untouched, and returns the
-	// ref. Eviction calls it before deleting a dirty workspace.
-	Snapshot(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (ref string, err error)
 	RemoveWorkspace(ctx context.Context, ws *grove.Workspace) error
 	// Exists reports whether ws's files are present.
 	Exists(ctx context.Context, ws *grove.Workspace) (bool, error)
-	Inspect(ctx context.Context, ws *grove.Workspace) (Info, error)
+	// SizeBytes is the disk space ws's own files take.
+	SizeBytes(ctx context.Context, ws *grove.Workspace) int64
 	// Sandbox fills the parts of a runtime spec the provider knows: the
-	// workspace's path, what must be visible read-only and what must stay
-	// read-only inside it.
+	// workspace's path, what must be visible read-only (the cache's and
+	// the user's work repository's objects) and what must stay read-only
+	// inside it.
 	Sandbox(c *grove.RepoCache, ws *grove.Workspace) driver.Spec
+
+	// WorkRef returns the commit ref names in ws's user's work
+	// repository, or "" when there is none.
+	WorkRef(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, ref string) (string, error)
+	// HasWork reports whether ws's user's work repository (or the cache)
+	// already holds commit sha and its history.
+	HasWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, sha string) bool
+	// SetWorkRef points ref in ws's user's work repository at sha, which
+	// HasWork reported present.
+	SetWorkRef(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, ref, sha string) error
+	// ReceiveWork calls write with a file of the provider's own, expecting
+	// a git bundle whose ref src is at tip, fetches it into ws's user's
+	// work repository with every object checked, and points dst at tip.
+	// The bundle is untrusted data.
+	ReceiveWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, src, dst, tip string, write func(io.Writer) error) error
+	// PushWork pushes the commit saved for ws's branch in the work
+	// repository to the cache's remote. lease is the remote branch's
+	// commit as the cache last saw it ("" when absent) for a first
+	// force-with-lease.
+	PushWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest, lease string) (*grove.PushResult, error)
 
 	ReadFile(ctx context.Context, ws *grove.Workspace, path string, max int64) ([]byte, error)
 	WriteFile(ctx context.Context, ws *grove.Workspace, path string, data []byte) error
 	DeleteFile(ctx context.Context, ws *grove.Workspace, path string) error
 	ListDir(ctx context.Context, ws *grove.Workspace, path string, depth int) ([]grove.DirEntry, error)
-	Search(ctx context.Context, ws *grove.Workspace, req grove.SearchRequest) (*grove.SearchResult, error)
-
-	Status(ctx context.Context, ws *grove.Workspace) (*grove.Status, error)
-	Diff(ctx context.Context, ws *grove.Workspace, req grove.DiffRequest) (*grove.Diff, error)
-	Log(ctx context.Context, ws *grove.Workspace, limit int, path string) ([]grove.Commit, error)
-	Commit(ctx context.Context, ws *grove.Workspace, req grove.CommitRequest) (*grove.CommitResult, error)
-	Push(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest) (*grove.PushResult, error)
 }
 
 // EnsureOptions tunes EnsureCache.
@@ -95,13 +113,6 @@ type EnsureResult struct {
 	Cloned    bool
 	Fetched   bool
 	FetchedAt time.Time
-}
-
-// Info is a workspace's observed state.
-type Info struct {
-	Dirty     bool
-	SizeBytes int64
-	Head      string
 }
 
 // Scanner is implemented by providers that can see their storage directly

@@ -60,9 +60,14 @@ func (rn Runner) Run(ctx context.Context, dir string, req grove.SearchRequest) (
 	if limit == 0 {
 		limit = DefaultGatherLimit
 	}
-	res, err := rn.search(ctx, bin, dir, args(req, false), newGatherer(req, max(limit, 0)))
+	return searchPaged(ctx, hostLauncher(bin, dir), req, limit)
+}
+
+// searchPaged is Run's strategy over any launcher.
+func searchPaged(ctx context.Context, launch launcher, req grove.SearchRequest, limit int) (*grove.SearchResult, error) {
+	res, err := search(ctx, launch, args(req, false), newGatherer(req, max(limit, 0)))
 	if errors.Is(err, errTooMany) {
-		res, err = rn.search(ctx, bin, dir, args(req, true), newParser(req))
+		res, err = search(ctx, launch, args(req, true), newParser(req))
 	}
 	return res, err
 }
@@ -79,29 +84,57 @@ type sink interface {
 	result() *grove.SearchResult
 }
 
-func (rn Runner) search(ctx context.Context, bin, dir string, args []string, out sink) (*grove.SearchResult, error) {
+// launcher runs rg with args, writing its output to stdout and stderr, and
+// returns its exit code. ctx ending kills it.
+type launcher func(ctx context.Context, args []string, stdout, stderr io.Writer) (exit int, err error)
+
+// hostLauncher runs the host's rg in dir with an empty environment.
+func hostLauncher(bin, dir string) launcher {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{}
+		cmd.Stdin = nil // os/exec connects the null device
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Start(); err != nil {
+			return 0, grove.Errorf(grove.ErrNotInstalled, "search: cannot start ripgrep (%v); install ripgrep (Debian: apt-get install ripgrep)", err)
+		}
+		err := cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() >= 0 {
+			return exit.ExitCode(), nil
+		}
+		return 0, err
+	}
+}
+
+// errStopped tells a launcher's writer that the reader has what it needs.
+var errStopped = errors.New("search: page complete")
+
+// search runs one rg and feeds its output to out as it arrives.
+func search(ctx context.Context, launch launcher, args []string, out sink) (*grove.SearchResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.Env = []string{}
-	cmd.Stdin = nil // os/exec connects the null device
+	pr, pw := io.Pipe()
 	var stderr limitedBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
+	type ended struct {
+		exit int
+		err  error
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, grove.Errorf(grove.ErrNotInstalled, "search: cannot start ripgrep (%v); install ripgrep (Debian: apt-get install ripgrep)", err)
-	}
-	readErr := out.consume(stdout)
+	done := make(chan ended, 1)
+	go func() {
+		exit, err := launch(ctx, args, pw, &stderr)
+		pw.Close()
+		done <- ended{exit, err}
+	}()
+	readErr := out.consume(pr)
 	stopped := out.complete() || errors.Is(readErr, errTooMany)
 	if stopped {
 		// rg's remaining work is wasted.
 		cancel()
 	}
-	waitErr := cmd.Wait()
+	pr.CloseWithError(errStopped) // a writer still going fails instead of blocking
+	end := <-done
 	if errors.Is(readErr, errTooMany) {
 		return nil, readErr
 	}
@@ -111,19 +144,25 @@ func (rn Runner) search(ctx context.Context, bin, dir string, args []string, out
 	if readErr != nil && !stopped {
 		return nil, fmt.Errorf("search: reading ripgrep output: %w", readErr)
 	}
-	var exit *exec.ExitError
 	switch {
-	case waitErr == nil, stopped:
-	case errors.As(waitErr, &exit) && exit.ExitCode() == 1:
+	case stopped:
+	case end.err != nil:
+		return nil, end.err
+	case end.exit == 0, end.exit == 1:
 		// 1 means no match.
-	case errors.As(waitErr, &exit) && exit.ExitCode() == 2 && out.matches() == 0:
-		// 2 with nothing found is a bad pattern (or an unreadable path,
-		// which checkPath rules out beforehand).
-		return nil, grove.Errorf(grove.ErrInvalid, "search: %s", strings.TrimSpace(stderr.String()))
-	case errors.As(waitErr, &exit) && exit.ExitCode() == 2:
+	case end.exit == 2 && out.matches() == 0:
+		// 2 with nothing found is a bad pattern or a missing path.
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "No such file or directory") {
+			return nil, grove.Errorf(grove.ErrNotFound, "search: path not found")
+		}
+		return nil, grove.Errorf(grove.ErrInvalid, "search: %s", msg)
+	case end.exit == 2:
 		// Some files could not be read; the matches found stand.
+	case end.exit == 127:
+		return nil, grove.Errorf(grove.ErrNotInstalled, "search needs ripgrep (rg) in the runtime, which does not have it")
 	default:
-		return nil, fmt.Errorf("search: ripgrep: %w", waitErr)
+		return nil, fmt.Errorf("search: ripgrep exited %d: %s", end.exit, strings.TrimSpace(stderr.String()))
 	}
 	return out.result(), nil
 }

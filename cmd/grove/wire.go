@@ -75,6 +75,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 	eng, err := engine.New(engine.Config{
 		Locks:    locks,
 		Platform: gh, Credentials: chain, ProtectedBranches: protected, BotIdentity: botID,
+		Committer:             git.Identity,
 		Store:                 st,
 		Provider:              prov,
 		Driver:                drv,

@@ -236,7 +236,7 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	}
 	args := d.args(spec, dir, procexec.Env(sandboxHome, req.Env), argv)
 	res, err := d.run(ctx, args, l, procexec.Params{
-		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit,
+		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit, StreamOnly: req.StreamOnly,
 	})
 	if err != nil {
 		return nil, err

@@ -123,8 +123,9 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 		}()
 	}
 
-	stdout := &capped{max: maxOut, stream: grove.Stdout, emit: emit}
-	stderr := &capped{max: maxOut, stream: grove.Stderr, emit: emit}
+	discard := req.StreamOnly && emit != nil
+	stdout := &capped{max: maxOut, discard: discard, stream: grove.Stdout, emit: emit}
+	stderr := &capped{max: maxOut, discard: discard, stream: grove.Stderr, emit: emit}
 	copied := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
@@ -326,6 +327,8 @@ func (d *Driver) execErr(ctx context.Context, err error) error {
 // every piece to emit as it arrives.
 type capped struct {
 	max     int
+	discard bool // count what fits under the cap without keeping it
+	kept    int
 	buf     []byte
 	omitted int64
 	stream  grove.Stream
@@ -337,9 +340,12 @@ type emitError struct{ err error }
 func (e *emitError) Error() string { return e.err.Error() }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - len(c.buf); room > 0 {
+	if room := c.max - c.kept; room > 0 {
 		n := min(room, len(p))
-		c.buf = append(c.buf, p[:n]...)
+		c.kept += n
+		if !c.discard {
+			c.buf = append(c.buf, p[:n]...)
+		}
 		c.omitted += int64(len(p) - n)
 	} else {
 		c.omitted += int64(len(p))

@@ -139,6 +139,6 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 		return missing, nil
 	}
 	return procexec.Run(ctx, cmd, procexec.Params{
-		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit,
+		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit, StreamOnly: req.StreamOnly,
 	})
 }

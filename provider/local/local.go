@@ -13,6 +13,7 @@ package local
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,7 +24,6 @@ import (
 	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/provider"
-	"github.com/grove-dev/grove/search"
 )
 
 // Provider keeps caches and workspaces under Root.
@@ -101,20 +101,64 @@ func (p *Provider) WorkspacePath(c *grove.RepoCache, ws *grove.Workspace) string
 // CreateWorkspace implements provider.Provider.
 func (p *Provider) CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (string, error) {
 	p.forget(ws.LocalPath)
-	return p.git.CreateWorkspace(ctx, c.LocalPath, ws.LocalPath, gitrepo.WorkspaceOptions{Branch: ws.Branch, Base: ws.BaseRef})
-}
-
-// SaveBranch implements provider.Provider.
-func (p *Provider) SaveBranch(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) error {
-	return p.git.SaveBranch(ctx, c.LocalPath, ws.LocalPath, ws.Branch)
-}
-
-// Snapshot implements provider.Provider.
-func (p *Provider) Snapshot(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace) (string, error) {
-	if _, err := p.git.Snapshot(ctx, c.LocalPath, ws.LocalPath, ws.ID, "grove: work of workspace "+ws.ID+" saved before eviction"); err != nil {
+	work := p.workRepo(c, ws)
+	if err := p.git.EnsureWorkRepo(ctx, c.LocalPath, work); err != nil {
 		return "", err
 	}
-	return gitrepo.SavedPrefix + ws.ID, nil
+	return p.git.CreateWorkspace(ctx, c.LocalPath, ws.LocalPath, gitrepo.WorkspaceOptions{Branch: ws.Branch, Base: ws.BaseRef, WorkRepo: work})
+}
+
+// workRepo is the work repository of ws's user on cache c.
+func (p *Provider) workRepo(c *grove.RepoCache, ws *grove.Workspace) string {
+	return gitrepo.WorkRepoPath(c.LocalPath, ws.User)
+}
+
+// WorkRef implements provider.Provider.
+func (p *Provider) WorkRef(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, ref string) (string, error) {
+	return p.git.LookupRef(ctx, p.workRepo(c, ws), ref)
+}
+
+// HasWork implements provider.Provider.
+func (p *Provider) HasWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, sha string) bool {
+	return p.git.HasCommit(ctx, p.workRepo(c, ws), sha)
+}
+
+// SetWorkRef implements provider.Provider.
+func (p *Provider) SetWorkRef(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, ref, sha string) error {
+	work := p.workRepo(c, ws)
+	if err := p.git.EnsureWorkRepo(ctx, c.LocalPath, work); err != nil {
+		return err
+	}
+	return p.git.SetRef(ctx, work, ref, sha)
+}
+
+// ReceiveWork implements provider.Provider. The bundle is spooled to a
+// file in the work repositories' directory (Grove's, never the
+// workspace's) and removed afterwards.
+func (p *Provider) ReceiveWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, src, dst, tip string, write func(io.Writer) error) error {
+	work := p.workRepo(c, ws)
+	if err := p.git.EnsureWorkRepo(ctx, c.LocalPath, work); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(work), ".bundle-tmp-")
+	if err != nil {
+		return grove.Errorf(grove.ErrUnavailable, "receive work: %v", err)
+	}
+	defer os.Remove(f.Name())
+	werr := write(f)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return werr
+	}
+	return p.git.ReceiveBundle(ctx, work, f.Name(), src, dst, tip)
+}
+
+// PushWork implements provider.Provider: the saved branch goes from the
+// work repository straight to the cache's remote URL with the call's token.
+func (p *Provider) PushWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest, lease string) (*grove.PushResult, error) {
+	return p.git.PushWork(ctx, p.workRepo(c, ws), c.URL, ws.Branch, lease, gitrepo.PushOptions{Token: req.Token, ForceWithLease: req.ForceWithLease})
 }
 
 // RemoveWorkspace implements provider.Provider.
@@ -135,27 +179,21 @@ func (p *Provider) Exists(_ context.Context, ws *grove.Workspace) (bool, error) 
 	return err == nil, err
 }
 
-// Inspect implements provider.Provider.
-func (p *Provider) Inspect(ctx context.Context, ws *grove.Workspace) (provider.Info, error) {
-	dirty, err := p.git.Dirty(ctx, ws.LocalPath)
-	if err != nil {
-		return provider.Info{}, err
-	}
-	head, err := p.git.ResolveCommit(ctx, filepath.Join(ws.LocalPath, ".git"), "HEAD")
-	if err != nil {
-		return provider.Info{}, err
-	}
-	return provider.Info{Dirty: dirty, SizeBytes: gitrepo.DiskUsage(ws.LocalPath), Head: head}, nil
+// SizeBytes implements provider.Provider. The walk never follows a
+// symlink and only reads sizes.
+func (p *Provider) SizeBytes(_ context.Context, ws *grove.Workspace) int64 {
+	return gitrepo.DiskUsage(ws.LocalPath)
 }
 
-// Sandbox implements provider.Provider: the sandbox sees the workspace, the
-// cache's objects read-only (the workspace borrows them through git
-// alternates at the same absolute path), and never the workspace's git
+// Sandbox implements provider.Provider: the sandbox sees the workspace, and
+// read-only the cache's objects and its own user's work repository's
+// objects (the workspace borrows both through git alternates at the same
+// absolute paths) — never another user's — and never the workspace's git
 // configuration, hooks or alternates as writable.
 func (p *Provider) Sandbox(c *grove.RepoCache, ws *grove.Workspace) driver.Spec {
 	return driver.Spec{
 		WorkDir:        ws.LocalPath,
-		ReadOnlyPaths:  []string{gitrepo.CacheObjects(c.LocalPath)},
+		ReadOnlyPaths:  []string{gitrepo.CacheObjects(c.LocalPath), gitrepo.WorkRepoObjects(p.workRepo(c, ws))},
 		ProtectedPaths: gitrepo.Protected(ws.LocalPath),
 	}
 }
@@ -227,62 +265,4 @@ func (p *Provider) ListDir(_ context.Context, ws *grove.Workspace, path string, 
 		return nil, grove.Errorf(grove.ErrTooLarge, "listing %q has more than %d entries; list a subdirectory or use a smaller depth", path, MaxListEntries)
 	}
 	return ents, nil
-}
-
-// Search implements provider.Provider.
-func (p *Provider) Search(ctx context.Context, ws *grove.Workspace, req grove.SearchRequest) (*grove.SearchResult, error) {
-	if req.Path != "" {
-		clean, err := fsops.CleanPath(req.Path)
-		if err != nil {
-			return nil, err
-		}
-		req.Path = clean
-	}
-	return search.Run(ctx, ws.LocalPath, req)
-}
-
-// Status implements provider.Provider.
-func (p *Provider) Status(ctx context.Context, ws *grove.Workspace) (*grove.Status, error) {
-	return p.git.Status(ctx, ws.LocalPath)
-}
-
-// Diff implements provider.Provider.
-func (p *Provider) Diff(ctx context.Context, ws *grove.Workspace, req grove.DiffRequest) (*grove.Diff, error) {
-	if err := cleanPaths(req.Paths); err != nil {
-		return nil, err
-	}
-	return p.git.Diff(ctx, ws.LocalPath, req)
-}
-
-// Log implements provider.Provider.
-func (p *Provider) Log(ctx context.Context, ws *grove.Workspace, limit int, path string) ([]grove.Commit, error) {
-	if path != "" {
-		if _, err := fsops.CleanPath(path); err != nil {
-			return nil, err
-		}
-	}
-	return p.git.Log(ctx, ws.LocalPath, limit, path)
-}
-
-// Commit implements provider.Provider.
-func (p *Provider) Commit(ctx context.Context, ws *grove.Workspace, req grove.CommitRequest) (*grove.CommitResult, error) {
-	if err := cleanPaths(req.Paths); err != nil {
-		return nil, err
-	}
-	return p.git.Commit(ctx, ws.LocalPath, req, gitrepo.Identity{})
-}
-
-// Push implements provider.Provider: the workspace's branch goes straight to
-// the cache's remote URL with the call's token.
-func (p *Provider) Push(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest) (*grove.PushResult, error) {
-	return p.git.Push(ctx, ws.LocalPath, c.URL, ws.Branch, gitrepo.PushOptions{Token: req.Token, ForceWithLease: req.ForceWithLease})
-}
-
-func cleanPaths(paths []string) error {
-	for _, p := range paths {
-		if _, err := fsops.CleanPath(p); err != nil {
-			return err
-		}
-	}
-	return nil
 }

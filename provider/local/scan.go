@@ -19,7 +19,7 @@ func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspac
 	for _, ws := range workspaces {
 		known[filepath.Clean(ws.LocalPath)] = true
 	}
-	var dirs []string // every git directory whose locks we check
+	var dirs []string // every Grove-owned git directory whose locks we check
 	for _, c := range caches {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -29,6 +29,9 @@ func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspac
 			continue
 		}
 		dirs = append(dirs, c.LocalPath)
+		if work, err := filepath.Glob(filepath.Join(gitrepo.WorkReposDir(filepath.Dir(c.LocalPath)), "*.git")); err == nil {
+			dirs = append(dirs, work...)
+		}
 		wsRoot := gitrepo.WorkspacesDir(filepath.Dir(c.LocalPath))
 		entries, err := os.ReadDir(wsRoot)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -40,7 +43,9 @@ func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspac
 				continue
 			}
 			if known[d] {
-				dirs = append(dirs, d)
+				// A workspace's .git belongs to its agent: host code never
+				// walks or edits it (a stale lock there is the agent's to
+				// clear, from inside its runtime).
 				continue
 			}
 			rep.OrphanDirs = append(rep.OrphanDirs, d)

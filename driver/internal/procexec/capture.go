@@ -7,6 +7,8 @@ import "sync"
 type capped struct {
 	mu      sync.Mutex
 	max     int
+	discard bool // count what fits under the cap without keeping it
+	kept    int
 	buf     []byte
 	omitted int64
 }
@@ -16,15 +18,15 @@ type capped struct {
 func (c *capped) write(p []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	room := c.max - len(c.buf)
-	if room < 0 {
-		room = 0
-	}
+	room := max(c.max-c.kept, 0)
 	keep := p
 	if len(keep) > room {
 		keep = keep[:room]
 	}
-	c.buf = append(c.buf, keep...)
+	c.kept += len(keep)
+	if !c.discard {
+		c.buf = append(c.buf, keep...)
+	}
 	c.omitted += int64(len(p) - len(keep))
 	return keep
 }

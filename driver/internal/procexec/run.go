@@ -32,6 +32,9 @@ type Params struct {
 	// Emit, when set, receives each piece of output that fits under the
 	// cap, from the goroutine that called Run. An error kills the command.
 	Emit func(grove.Chunk) error
+	// StreamOnly keeps emitted output out of the result (see
+	// grove.ExecRequest.StreamOnly).
+	StreamOnly bool
 	// Started runs right after the process started and before output is
 	// read; the bwrap driver uses it to apply limits to the blocked
 	// sandbox before letting it go. An error kills the command.
@@ -85,8 +88,9 @@ func Run(ctx context.Context, cmd *exec.Cmd, p Params) (*grove.ExecResult, error
 	pgid := cmd.Process.Pid
 	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
-	stdout := &capped{max: p.MaxOutput}
-	stderr := &capped{max: p.MaxOutput}
+	discard := p.StreamOnly && p.Emit != nil
+	stdout := &capped{max: p.MaxOutput, discard: discard}
+	stderr := &capped{max: p.MaxOutput, discard: discard}
 	var chunks chan grove.Chunk
 	if p.Emit != nil {
 		chunks = make(chan grove.Chunk)

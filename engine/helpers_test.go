@@ -25,6 +25,7 @@ import (
 type fixture struct {
 	eng      *engine.Engine
 	store    store.Store
+	prov     *local.Provider
 	root     string
 	gitCalls string // file the wrapper appends one line to per call
 }
@@ -67,7 +68,7 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{eng: eng, store: st, root: root, gitCalls: calls}
+	return &fixture{eng: eng, store: st, prov: prov, root: root, gitCalls: calls}
 }
 
 func (f *fixture) gitCallCount(t *testing.T) int {
@@ -139,3 +140,16 @@ func snapshot(t *testing.T, dir string) map[string]int64 {
 }
 
 var bg = context.Background()
+
+// contextUntil returns a context that ends when stop is closed.
+func contextUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

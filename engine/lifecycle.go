@@ -106,14 +106,38 @@ func (e *Engine) Destroy(ctx context.Context, id string) error {
 		return err
 	}
 	defer unlock()
-	return e.destroyHeld(ctx, ws)
+	if err := e.saveBranch(ctx, ws); err != nil {
+		if transient(err) {
+			return err
+		}
+		// The workspace's own git refuses to give its branch up (agent
+		// code may have broken or booby-trapped it): the owner asked for
+		// the destroy, and a workspace nobody can destroy would hold its
+		// disk forever. Committed work saved earlier stays saved.
+		e.log.Warn("destroying a workspace whose branch could not be saved", "workspace", ws.ID, "err", err)
+	}
+	return e.removeHeld(ctx, ws)
 }
 
-// destroyHeld destroys ws; the caller holds its exclusive lock.
+// transient reports errors worth waiting out rather than acting on: the
+// runtime or the disk being unreachable for now, or the caller going away.
+func transient(err error) bool {
+	return errors.Is(err, grove.ErrUnavailable) || errors.Is(err, grove.ErrTimeout) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// destroyHeld saves ws's branch and destroys ws; the caller holds its
+// exclusive lock. Eviction uses it: nothing is destroyed that could not be
+// saved.
 func (e *Engine) destroyHeld(ctx context.Context, ws *grove.Workspace) error {
 	if err := e.saveBranch(ctx, ws); err != nil {
 		return err
 	}
+	return e.removeHeld(ctx, ws)
+}
+
+// removeHeld removes ws's runtime, files and record.
+func (e *Engine) removeHeld(ctx context.Context, ws *grove.Workspace) error {
 	if err := e.drv.Destroy(ctx, ws.ID); err != nil {
 		return err
 	}

@@ -189,7 +189,9 @@ func TestTrustBoundaryHostGitNeverObeysAgentMetadata(t *testing.T) {
 					}})
 					note("evict", ev, err)
 					if _, err := again.Get(bg, ws.ID); err == nil {
-						note("destroy", nil, again.Destroy(bg, ws.ID))
+						if err := again.Destroy(bg, ws.ID); err != nil {
+							t.Errorf("the owner cannot destroy a booby-trapped workspace: %v", err)
+						}
 					}
 
 					if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {

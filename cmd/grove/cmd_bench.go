@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/gitrepo/gitfmt"
 	"github.com/grove-dev/grove/internal/bench"
 	"github.com/spf13/cobra"
 )
@@ -153,6 +154,17 @@ func (c *cli) runBench(ctx context.Context, o benchOpts) error {
 		}
 		rows = append(rows, bench.Row{Name: "search", Grove: g, Raw: r, Note: "raw: " + strings.Join(raw[:len(raw)-2], " ")})
 	}
+
+	// Workspace git runs inside the runtime (the trust boundary); compare
+	// with host git reading the same tree directly.
+	statusArgv := append([]string{"git", "-C", ws.LocalPath}, gitfmt.StatusArgs()...)
+	g, raw, err = pair(o.n,
+		func() error { _, err := eng.Status(ctx, ws.ID); return err },
+		func() error { return exec.CommandContext(ctx, statusArgv[0], statusArgv[1:]...).Run() })
+	if err != nil {
+		return err
+	}
+	rows = append(rows, bench.Row{Name: "git status (" + eng.Driver().Kind() + ")", Grove: g, Raw: raw, Note: "raw: host git status"})
 
 	data := make([]byte, 4096)
 	for i := range data {

@@ -56,9 +56,12 @@ var forcedConfig = [][2]string{
 }
 
 // gitEnv is the environment of every git command Grove runs in a runtime.
+// Optional locks stay on: a status may refresh the index as the agent's own
+// would (git skips the refresh when the index is locked), which keeps the
+// next status from re-reading every racily clean file; Grove's reads and
+// the agent's write commands do not overlap anyway (the workspace lock).
 func gitEnv(extra ...string) map[string]string {
 	env := map[string]string{
-		"GIT_OPTIONAL_LOCKS":     "0", // a status must not contend with the agent's own git
 		"GIT_PAGER":              "cat",
 		"GIT_TERMINAL_PROMPT":    "0",
 		"GIT_LITERAL_PATHSPECS":  "1", // caller paths are names, never globs or :(magic)

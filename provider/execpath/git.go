@@ -122,8 +122,6 @@ func Commit(ctx context.Context, x Execer, id string, req grove.CommitRequest, c
 		"GIT_AUTHOR_NAME", author.Name, "GIT_AUTHOR_EMAIL", author.Email,
 		"GIT_COMMITTER_NAME", committer.Name, "GIT_COMMITTER_EMAIL", committer.Email,
 	)
-	// Committing takes git's locks like any writer.
-	delete(env, "GIT_OPTIONAL_LOCKS")
 	argv := append([]string{"sh", "-c", commitScript, "grove-commit"}, req.Paths...)
 	res, err := run(ctx, x, id, grove.ExecRequest{Argv: argv, Env: env, Class: grove.ClassWrite, Stdin: []byte(req.Message)}, 3)
 	if err != nil {
@@ -172,7 +170,6 @@ git update-ref -m "grove push" --end-of-options "refs/remotes/origin/$1" "$2"
 git config --local "branch.$1.remote" origin
 git config --local "branch.$1.merge" "refs/heads/$1"`
 	env := gitEnv()
-	delete(env, "GIT_OPTIONAL_LOCKS")
 	_, err := run(ctx, x, id, grove.ExecRequest{Argv: []string{"sh", "-c", script, "grove-upstream", branch, sha}, Env: env, Class: grove.ClassWrite})
 	return err
 }

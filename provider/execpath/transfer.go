@@ -103,7 +103,6 @@ func Snapshot(ctx context.Context, x Execer, wsID, message string, id gitrepo.Id
 		"GIT_AUTHOR_NAME", id.Name, "GIT_AUTHOR_EMAIL", id.Email,
 		"GIT_COMMITTER_NAME", id.Name, "GIT_COMMITTER_EMAIL", id.Email,
 	)
-	delete(env, "GIT_OPTIONAL_LOCKS")
 	res, err := run(ctx, x, wsID, grove.ExecRequest{Argv: []string{"sh", "-c", snapshotScript}, Env: env, Class: grove.ClassWrite, Stdin: []byte(message)})
 	if err != nil {
 		return "", err

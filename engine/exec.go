@@ -64,17 +64,34 @@ func (e *Engine) exec(ctx context.Context, id string, req grove.ExecRequest, emi
 		return nil, err
 	}
 	e.lastExec.Store(ws.ID, e.now())
+	var res *grove.ExecResult
 	if emit != nil {
-		return e.drv.ExecStream(ctx, ws.ID, req, emit)
+		res, err = e.drv.ExecStream(ctx, ws.ID, req, emit)
+	} else {
+		res, err = e.drv.Exec(ctx, ws.ID, req)
 	}
-	res, err := e.drv.Exec(ctx, ws.ID, req)
-	if err == nil && req.Class.Mutating() && !ws.Dirty {
-		// A mutating command may have changed files; status will tell the
-		// truth, this only keeps eviction conservative.
-		ws.Dirty = true
-		_ = e.store.UpdateWorkspace(ctx, ws)
-	}
+	e.afterExec(ctx, ws, req, res, err)
 	return res, err
+}
+
+// afterExec records what a command did to the workspace's state: a
+// mutating command that exited 0 may have changed files (the seeds' rule;
+// status tells the exact truth, this keeps eviction conservative), and a
+// command ran, so a released workspace is in use again.
+func (e *Engine) afterExec(ctx context.Context, ws *grove.Workspace, req grove.ExecRequest, res *grove.ExecResult, err error) {
+	changed := false
+	if err == nil && req.Class.Mutating() && res.ExitCode == 0 && !ws.Dirty {
+		ws.Dirty, changed = true, true
+	}
+	if ws.State == grove.WorkspaceReleased {
+		ws.State, changed = grove.WorkspaceReady, true
+	}
+	if changed {
+		ws.UpdatedAt = e.now().UTC()
+		if err := e.store.UpdateWorkspace(ctx, ws); err != nil {
+			e.log.Warn("record workspace state after a command", "workspace", ws.ID, "err", err)
+		}
+	}
 }
 
 // ensureRuntime creates the workspace's runtime the first time it is needed.

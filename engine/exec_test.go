@@ -237,3 +237,47 @@ func TestPushOnlyTheWorkspaceBranch(t *testing.T) {
 		t.Fatalf("upstream main moved: %s", got)
 	}
 }
+
+// Issue 11 items 6 and 8: dirty follows a mutating command that exits 0,
+// streamed or not, and not one that fails; a command on a released
+// workspace makes it ready again.
+func TestExecStateFollowsCommands(t *testing.T) {
+	f := newFixture(t)
+	src := sourceRepo(t)
+	get := func(id string) *grove.Workspace {
+		t.Helper()
+		ws, err := f.eng.Get(bg, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	ws, _, err := f.eng.Acquire(bg, editReq(src, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.eng.Exec(bg, ws.ID, grove.ExecRequest{Shell: "echo x > failed.txt; exit 3"}); err != nil {
+		t.Fatal(err)
+	}
+	if get(ws.ID).Dirty {
+		t.Fatal("a command that exited 3 marked the workspace dirty")
+	}
+	if _, err := f.eng.ExecStream(bg, ws.ID, grove.ExecRequest{Shell: "echo y > streamed.txt"}, func(grove.Chunk) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !get(ws.ID).Dirty {
+		t.Fatal("a streamed command that wrote and exited 0 left dirty unset")
+	}
+	if err := f.eng.Release(bg, ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := get(ws.ID).State; st != grove.WorkspaceReleased {
+		t.Fatalf("after release: %s", st)
+	}
+	if _, err := f.eng.Exec(bg, ws.ID, grove.ExecRequest{Argv: []string{"true"}, Class: grove.ClassRead}); err != nil {
+		t.Fatal(err)
+	}
+	if st := get(ws.ID).State; st != grove.WorkspaceReady {
+		t.Fatalf("a command ran on a released workspace, which still says %s", st)
+	}
+}

@@ -57,6 +57,10 @@ func Run(ctx context.Context, cmd *exec.Cmd, p Params) (*grove.ExecResult, error
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	// The command (bwrap, or a plain process) dies with Grove, however
+	// Grove dies: bwrap's --die-with-parent only ties the sandboxed
+	// program to bwrap itself.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if len(p.Stdin) > 0 {
 		cmd.Stdin = bytes.NewReader(p.Stdin)
 	}

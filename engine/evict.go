@@ -9,6 +9,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/provider"
 	"github.com/grove-dev/grove/provider/execpath"
 )
 
@@ -65,6 +66,7 @@ type EvictionReport struct {
 	DestroyedWorkspaces []string          `json:"destroyed_workspaces"`
 	Saved               map[string]string `json:"saved"`
 	RemovedCaches       []string          `json:"removed_caches"`
+	RemovedTemp         []string          `json:"removed_temp"` // crash leftovers, see ReconcileReport
 	Skipped             []string          `json:"skipped"` // busy or failed; retried next pass
 }
 
@@ -175,6 +177,15 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 				return nil
 			})
 		}
+	}
+
+	// Crash leftovers of this or another process sharing the root.
+	if sc, ok := e.prov.(provider.Scanner); ok {
+		removed, err := sc.SweepTemp(ctx)
+		if err != nil {
+			e.log.Warn("sweep temporaries", "err", err)
+		}
+		rep.RemovedTemp = removed
 	}
 
 	// Tier 4: caches no workspace uses, past their TTL.

@@ -30,11 +30,15 @@ type ReconcileReport struct {
 	// DroppedRuntimes are runtime records of workspaces that no longer
 	// exist.
 	DroppedRuntimes []string `json:"dropped_runtimes"`
+	// RemovedTemp are Grove's own temporaries (half-made clones and
+	// workspaces, bundles, directories renamed aside for deletion) that a
+	// crash left behind, removed.
+	RemovedTemp []string `json:"removed_temp"`
 }
 
 // Empty reports whether reconciliation found nothing.
 func (r *ReconcileReport) Empty() bool {
-	return len(r.BrokenWorkspaces)+len(r.UnfinishedWorkspaces)+len(r.MissingCaches)+len(r.OrphanDirs)+len(r.RemovedLocks)+len(r.DroppedRuntimes) == 0
+	return len(r.BrokenWorkspaces)+len(r.UnfinishedWorkspaces)+len(r.MissingCaches)+len(r.OrphanDirs)+len(r.RemovedLocks)+len(r.DroppedRuntimes)+len(r.RemovedTemp) == 0
 }
 
 // Reconcile compares the store with what the provider has and reports the
@@ -77,6 +81,7 @@ func (e *Engine) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		}
 		rep.OrphanDirs = found.OrphanDirs
 		rep.RemovedLocks = found.RemovedLocks
+		rep.RemovedTemp = found.RemovedTemp
 		missing := make(map[string]bool, len(found.MissingCaches))
 		for _, id := range found.MissingCaches {
 			missing[id] = true

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,58 @@ func TestReconcileReportsAndNeverDeletesSilently(t *testing.T) {
 	}
 	if len(rep.BrokenWorkspaces)+len(rep.RemovedLocks) != 0 || len(rep.OrphanDirs) != 1 {
 		t.Fatalf("second reconcile: %+v", rep)
+	}
+}
+
+// Issue 11 item 1: a crash during a clone, an acquire or a delete leaves
+// Grove's own temporaries; reconcile removes and reports those old enough
+// that no live process can be building them, and keeps fresh ones.
+func TestReconcileSweepsCrashLeftovers(t *testing.T) {
+	f := newFixture(t)
+	src := sourceRepo(t)
+	ws, _, err := f.eng.Acquire(bg, editReq(src, "sweep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caches, _ := f.eng.ListRepos(bg)
+	cacheDir := filepath.Dir(caches[0].LocalPath)
+	old := time.Now().Add(-time.Hour)
+	stale := []string{
+		filepath.Join(filepath.Dir(ws.LocalPath), ".ws-tmp-123", "README.md"),
+		filepath.Join(filepath.Dir(ws.LocalPath), ".trash-gone-abc", "f"),
+		filepath.Join(f.root, "repos", "example.com", "o", "never-cloned", ".bare-tmp-9", "HEAD"),
+		filepath.Join(cacheDir, "work", ".bundle-tmp-5"),
+	}
+	for _, p := range stale {
+		write(t, p, "x")
+		top := p
+		for !strings.HasPrefix(filepath.Base(top), ".") || filepath.Base(top) == ".git" {
+			top = filepath.Dir(top)
+		}
+		os.Chtimes(top, old, old)
+	}
+	fresh := filepath.Join(filepath.Dir(ws.LocalPath), ".ws-tmp-live")
+	write(t, filepath.Join(fresh, "f"), "being built")
+
+	rep, err := f.eng.Reconcile(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.RemovedTemp) != len(stale) {
+		t.Fatalf("removed %v, want the %d stale leftovers", rep.RemovedTemp, len(stale))
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("a temporary another process may be building was removed: %v", err)
+	}
+	if slices.Contains(rep.OrphanDirs, fresh) {
+		t.Fatalf("a temporary reported as an orphan workspace: %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(ws.LocalPath, "README.md")); err != nil {
+		t.Fatalf("the live workspace was touched: %v", err)
 	}
 }

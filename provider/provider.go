@@ -125,6 +125,10 @@ type Scanner interface {
 	// call), reporting each one removed. Orphan directories are only
 	// reported, never deleted: they may hold the only copy of someone's work.
 	Scan(ctx context.Context, caches []*grove.RepoCache, workspaces []*grove.Workspace) (ScanReport, error)
+	// SweepTemp removes Grove's own temporary files and directories that
+	// a crash left behind (old enough that no live process is building
+	// them) and returns what it removed.
+	SweepTemp(ctx context.Context) ([]string, error)
 }
 
 // ScanReport is what Scan found.
@@ -132,4 +136,5 @@ type ScanReport struct {
 	MissingCaches []string // ids of caches whose repository is gone
 	OrphanDirs    []string
 	RemovedLocks  []string
+	RemovedTemp   []string // Grove's own temporaries a crash left behind
 }

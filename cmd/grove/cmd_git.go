@@ -186,6 +186,7 @@ func (c *cli) reconcileCmd() *cobra.Command {
 				{"orphan directory (left in place)", rep.OrphanDirs},
 				{"stale git lock removed", rep.RemovedLocks},
 				{"runtime record dropped", rep.DroppedRuntimes},
+				{"crash leftover removed", rep.RemovedTemp},
 			} {
 				for _, it := range l.items {
 					fmt.Fprintf(c.stdout, "%s: %s\n", l.what, it)

@@ -40,8 +40,8 @@ func (c *cli) serveCmd() *cobra.Command {
 			if rep.Empty() {
 				fmt.Fprintln(c.stderr, "reconcile: store and disk agree")
 			} else {
-				fmt.Fprintf(c.stderr, "reconcile: %d broken, %d unfinished workspaces; %d missing caches; %d orphan dirs (kept); %d stale locks removed; %d runtime records dropped\n",
-					len(rep.BrokenWorkspaces), len(rep.UnfinishedWorkspaces), len(rep.MissingCaches), len(rep.OrphanDirs), len(rep.RemovedLocks), len(rep.DroppedRuntimes))
+				fmt.Fprintf(c.stderr, "reconcile: %d broken, %d unfinished workspaces; %d missing caches; %d orphan dirs (kept); %d stale locks removed; %d runtime records dropped; %d crash leftovers removed\n",
+					len(rep.BrokenWorkspaces), len(rep.UnfinishedWorkspaces), len(rep.MissingCaches), len(rep.OrphanDirs), len(rep.RemovedLocks), len(rep.DroppedRuntimes), len(rep.RemovedTemp))
 			}
 			if evictEvery > 0 {
 				ectx, stopEvict := context.WithCancel(ctx)

@@ -39,7 +39,7 @@ func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspac
 		}
 		for _, e := range entries {
 			d := filepath.Join(wsRoot, e.Name())
-			if !e.IsDir() {
+			if !e.IsDir() || isTemp(e.Name()) {
 				continue
 			}
 			if known[d] {
@@ -59,5 +59,7 @@ func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspac
 			rep.RemovedLocks = append(rep.RemovedLocks, l)
 		}
 	}
-	return rep, nil
+	removed, err := p.SweepTemp(ctx)
+	rep.RemovedTemp = removed
+	return rep, err
 }

@@ -67,7 +67,7 @@ type EvictionReport struct {
 	Saved               map[string]string `json:"saved"`
 	RemovedCaches       []string          `json:"removed_caches"`
 	RemovedTemp         []string          `json:"removed_temp"` // crash leftovers, see ReconcileReport
-	Skipped             []string          `json:"skipped"` // busy or failed; retried next pass
+	Skipped             []string          `json:"skipped"`      // busy or failed; retried next pass
 }
 
 // Evict runs one eviction pass. It never waits for a busy workspace: one

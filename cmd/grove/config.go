@@ -23,7 +23,7 @@ type config struct {
 	AuthorEmail     string        // GROVE_AUTHOR_EMAIL
 	NoSync          bool          // GROVE_NO_SYNC: skip fsync on file writes (still atomic)
 	Image           string        // GROVE_IMAGE: agent image for the docker runtime (default: built by grove image build)
-	Locks           string        // GROVE_LOCKS: local (default) | a postgres:// DSN | a redis:// URL, shared by several processes
+	Locks           string        // GROVE_LOCKS: file (default, flock under the root) | local | a postgres:// DSN | a redis:// URL
 	Store           string        // GROVE_STORE: sqlite (default: <root>/grove.db) | a postgres:// DSN shared by several processes
 	JSON            bool
 	Quiet           bool

@@ -67,7 +67,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		botID = *bot
 		git.Identity = botID
 	}
-	locks, closeLocks, err := openLocks(ctx, cfg.Locks, logger)
+	locks, closeLocks, err := openLocks(ctx, cfg.Locks, cfg.Root, logger)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("locks: %w", err)

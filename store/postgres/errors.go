@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
 // dbError turns a database error into one of grove's kinds. Server errors
@@ -27,7 +28,7 @@ func dbError(ctx context.Context, err error, what string, fk error) error {
 	if kind == nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w (%w)", what, kind, err)
+	return &sqlrow.KindError{What: what, Kind: kind, Cause: err}
 }
 
 // errorKind classifies err, or returns nil when it is none of grove's

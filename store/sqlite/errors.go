@@ -9,6 +9,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/store/internal/sqlrow"
 )
 
 // dbError turns a database error into one of grove's kinds. Constraint
@@ -44,5 +45,5 @@ func dbError(ctx context.Context, err error, what string, fk error) error {
 	if kind == nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w (%w)", what, kind, err)
+	return &sqlrow.KindError{What: what, Kind: kind, Cause: err}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +166,15 @@ func wantKind(t *testing.T, what string, err, kind error) {
 	t.Helper()
 	if !errors.Is(err, kind) {
 		t.Errorf("%s: err = %v, want %v", what, err, kind)
+	}
+	// Messages reach users: the database's own words must not.
+	if err != nil {
+		low := strings.ToLower(err.Error())
+		for _, w := range []string{"constraint", "unique", "violates", "sqlstate", "duplicate key", "foreign key"} {
+			if strings.Contains(low, w) {
+				t.Errorf("%s: the message shows the database's text (%q): %v", what, w, err)
+			}
+		}
 	}
 }
 

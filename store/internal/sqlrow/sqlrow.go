@@ -112,3 +112,16 @@ func RuntimeArgs(r *grove.RuntimeRecord) []any {
 	return []any{r.WorkspaceID, r.ID, r.Kind, r.BackendID, r.Image, r.State,
 		Nanos(r.LastStartedAt), Nanos(r.LastUsedAt), Nanos(r.CreatedAt), Nanos(r.UpdatedAt)}
 }
+
+// KindError is a database error classified into one of grove's kinds. Its
+// message names the operation and the kind only: the database's own text
+// (SQL, constraint and column names) never reaches a user, while the
+// driver's error stays in the chain for errors.As and for logs.
+type KindError struct {
+	What  string
+	Kind  error
+	Cause error
+}
+
+func (e *KindError) Error() string   { return e.What + ": " + e.Kind.Error() }
+func (e *KindError) Unwrap() []error { return []error{e.Kind, e.Cause} }

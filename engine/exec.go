@@ -60,6 +60,9 @@ func (e *Engine) exec(ctx context.Context, id string, req grove.ExecRequest, emi
 		return nil, err
 	}
 	defer unlock()
+	if err := e.requirePresent(ctx, ws); err != nil {
+		return nil, err
+	}
 	if err := e.ensureRuntime(ctx, ws); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,37 @@ func TestExecStateFollowsCommands(t *testing.T) {
 	}
 	if st := get(ws.ID).State; st != grove.WorkspaceReady {
 		t.Fatalf("a command ran on a released workspace, which still says %s", st)
+	}
+}
+
+// Issue 11 item 7: a workspace whose directory was deleted behind Grove's
+// back answers with a typed error and shows as broken; acquiring it again
+// rebuilds it.
+func TestDeletedWorkspaceIsBrokenNotReady(t *testing.T) {
+	f := newFixture(t)
+	src := sourceRepo(t)
+	ws, _, err := f.eng.Acquire(bg, editReq(src, "gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(ws.LocalPath); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.eng.Status(bg, ws.ID); !errors.Is(err, grove.ErrNotFound) || !strings.Contains(err.Error(), "acquire it again") {
+		t.Fatalf("status of a deleted workspace: %v", err)
+	}
+	if _, err := f.eng.Exec(bg, ws.ID, grove.ExecRequest{Argv: []string{"true"}}); !errors.Is(err, grove.ErrNotFound) {
+		t.Fatalf("exec in a deleted workspace: %v", err)
+	}
+	got, err := f.eng.Get(bg, ws.ID)
+	if err != nil || got.State != grove.WorkspaceBroken {
+		t.Fatalf("record of a deleted workspace: %v %+v", err, got)
+	}
+	again, _, err := f.eng.Acquire(bg, editReq(src, "gone"))
+	if err != nil || again.ID != ws.ID {
+		t.Fatalf("re-acquire: %v %+v", err, again)
+	}
+	if _, err := f.eng.Status(bg, ws.ID); err != nil {
+		t.Fatalf("status after the rebuild: %v", err)
 	}
 }

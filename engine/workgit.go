@@ -27,6 +27,9 @@ type inRuntime struct {
 func (e *Engine) git(ws *grove.Workspace) inRuntime { return inRuntime{e: e, ws: ws} }
 
 func (r inRuntime) Exec(ctx context.Context, id string, req grove.ExecRequest) (*grove.ExecResult, error) {
+	if err := r.e.requirePresent(ctx, r.ws); err != nil {
+		return nil, err
+	}
 	if err := r.e.ensureRuntime(ctx, r.ws); err != nil {
 		return nil, err
 	}
@@ -34,6 +37,9 @@ func (r inRuntime) Exec(ctx context.Context, id string, req grove.ExecRequest) (
 }
 
 func (r inRuntime) ExecStream(ctx context.Context, id string, req grove.ExecRequest, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
+	if err := r.e.requirePresent(ctx, r.ws); err != nil {
+		return nil, err
+	}
 	if err := r.e.ensureRuntime(ctx, r.ws); err != nil {
 		return nil, err
 	}
@@ -134,4 +140,27 @@ func (e *Engine) snapshot(ctx context.Context, ws *grove.Workspace) (string, err
 		return "", err
 	}
 	return ref, nil
+}
+
+// requirePresent fails with grove.ErrNotFound, and records the workspace
+// as broken, when its files were deleted behind Grove's back; acquiring
+// its key again rebuilds it. A command would otherwise fail with whatever
+// the runtime makes of a missing directory.
+func (e *Engine) requirePresent(ctx context.Context, ws *grove.Workspace) error {
+	if ws.LocalPath == "" {
+		return nil
+	}
+	if ok, err := e.prov.Exists(ctx, ws); err != nil || ok {
+		return err
+	}
+	e.forget(ws.ID)
+	e.runtimes.Delete(ws.ID)
+	if ws.State != grove.WorkspaceBroken {
+		ws.State = grove.WorkspaceBroken
+		ws.UpdatedAt = e.now().UTC()
+		if err := e.store.UpdateWorkspace(ctx, ws); err != nil {
+			e.log.Warn("record a workspace whose files are missing", "workspace", ws.ID, "err", err)
+		}
+	}
+	return grove.Errorf(grove.ErrNotFound, "workspace %s: its files are missing (now marked broken); acquire it again to rebuild it", ws.ID)
 }

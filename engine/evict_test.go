@@ -135,6 +135,23 @@ func TestEvictUnderPressureSavesDirtyWorkFirst(t *testing.T) {
 			t.Fatalf("workspace %s should have stayed: %v", ws.ID, err)
 		}
 	}
+
+	// Issue 11 item 9: acquiring the evicted key again restores the saved
+	// work as uncommitted changes, and only once.
+	back, _, err := f.eng.Acquire(bg, editReq(src, "old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(back.LocalPath, "wip.txt")); err != nil || string(b) != "work of "+old.ID {
+		t.Fatalf("evicted work not restored: %v %q", err, b)
+	}
+	st, err := f.eng.Status(bg, back.ID)
+	if err != nil || !slices.Contains(st.Untracked, "wip.txt") {
+		t.Fatalf("restored work should be uncommitted: %v %+v", err, st)
+	}
+	if out, err := exec.Command("git", "--git-dir="+gitrepo.WorkRepoPath(cache[0].LocalPath, old.User), "rev-parse", "--verify", "-q", ref).Output(); err == nil {
+		t.Fatalf("the snapshot was kept after it was restored: %s", out)
+	}
 }
 
 func TestEvictSkipsBusyWorkspacesAndKeepsUsedCaches(t *testing.T) {

@@ -126,16 +126,14 @@ func (e *Engine) saveWork(ctx context.Context, ws *grove.Workspace, ref, dst str
 }
 
 // snapshot saves everything in ws — committed or not — as
-// refs/grove/saved/<id> in its user's work repository, leaving ws
-// untouched, and returns the ref.
+// refs/grove/saved/<key> in its user's work repository, leaving ws
+// untouched, and returns the ref. Acquiring the same key again restores
+// it (provider CreateWorkspace).
 func (e *Engine) snapshot(ctx context.Context, ws *grove.Workspace) (string, error) {
-	if !gitrepo.SnapshotName(ws.ID) {
-		return "", grove.Errorf(grove.ErrInvalid, "workspace id %q cannot name a snapshot", ws.ID)
-	}
 	if _, err := execpath.Snapshot(ctx, e.git(ws), ws.ID, "grove: work of workspace "+ws.ID+" saved before eviction", e.cfg.Committer); err != nil {
 		return "", err
 	}
-	ref := gitrepo.SavedPrefix + ws.ID
+	ref := gitrepo.SavedPrefix + gitrepo.SnapshotKey(ws.Key)
 	if _, err := e.saveWork(ctx, ws, execpath.SnapshotRef, ref); err != nil {
 		return "", err
 	}

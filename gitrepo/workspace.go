@@ -22,6 +22,10 @@ type WorkspaceOptions struct {
 	// workspace borrows its objects after the cache's, and a branch saved
 	// there is re-attached.
 	WorkRepo string
+	// Restore names a snapshot ref in WorkRepo (SavedPrefix...) whose
+	// work is put back as uncommitted changes on top of the checkout, if
+	// it exists; it is deleted once restored.
+	Restore string
 }
 
 // CreateWorkspace makes the workspace repository dir from the bare cache at
@@ -122,13 +126,51 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 	if err := g.dropCloneBranch(ctx, barePath, tmp, opt.Branch); err != nil {
 		return "", err
 	}
+	restored, err := g.restoreSnapshot(ctx, tmp, opt)
+	if err != nil {
+		return "", err
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, statErr := os.Lstat(dir); statErr == nil {
 			return "", grove.Errorf(grove.ErrConflict, "workspace directory %s already exists", filepath.Base(dir))
 		}
 		return "", grove.Errorf(grove.ErrUnavailable, "install workspace: %v", err)
 	}
+	if restored != "" {
+		// The work is back in a workspace; a later eviction saves it anew.
+		if _, err := g.run(ctx, call{args: []string{"update-ref", "-d", "--", opt.Restore, restored}, env: bareEnv(opt.WorkRepo)}); err != nil {
+			g.logger().Warn("drop restored snapshot", "ref", opt.Restore, "err", err)
+		}
+	}
 	return sha, nil
+}
+
+// restoreSnapshot puts the work of opt.Restore back into the new workspace
+// at tmp (before any sandbox has seen it) as uncommitted changes: the
+// working tree becomes the snapshot's tree — changed, new and deleted files
+// alike — while HEAD and the index stay at the checkout. It returns the
+// snapshot commit, or "" when there is none.
+func (g *Git) restoreSnapshot(ctx context.Context, tmp string, opt WorkspaceOptions) (string, error) {
+	if opt.Restore == "" || opt.WorkRepo == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(opt.Restore, SavedPrefix) {
+		return "", grove.Errorf(grove.ErrInvalid, "restore %q: not a saved snapshot", opt.Restore)
+	}
+	snap, err := g.LookupRef(ctx, opt.WorkRepo, opt.Restore)
+	if err != nil || snap == "" {
+		return "", err
+	}
+	env := workEnv(tmp)
+	for _, args := range [][]string{
+		{"read-tree", "-m", "-u", "HEAD", snap},
+		{"reset", "--quiet", "--no-refresh"},
+	} {
+		if _, err := g.run(ctx, call{args: args, dir: tmp, env: env}); err != nil {
+			return "", err
+		}
+	}
+	return snap, nil
 }
 
 // workspaceStart resolves the commit a new workspace checks out, trying

@@ -105,7 +105,9 @@ func (p *Provider) CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *
 	if err := p.git.EnsureWorkRepo(ctx, c.LocalPath, work); err != nil {
 		return "", err
 	}
-	return p.git.CreateWorkspace(ctx, c.LocalPath, ws.LocalPath, gitrepo.WorkspaceOptions{Branch: ws.Branch, Base: ws.BaseRef, WorkRepo: work})
+	return p.git.CreateWorkspace(ctx, c.LocalPath, ws.LocalPath, gitrepo.WorkspaceOptions{
+		Branch: ws.Branch, Base: ws.BaseRef, WorkRepo: work, Restore: gitrepo.SavedPrefix + gitrepo.SnapshotKey(ws.Key),
+	})
 }
 
 // workRepo is the work repository of ws's user on cache c.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/internal/rmtree"
 )
 
 // DefaultFreshness is how long a fetch stays good enough when the caller
@@ -316,7 +317,7 @@ func removeAside(dir string) error {
 		}
 		return grove.Errorf(grove.ErrUnavailable, "remove %s: %v", filepath.Base(dir), err)
 	}
-	if err := os.RemoveAll(trash); err != nil {
+	if err := rmtree.RemoveAll(trash); err != nil {
 		return grove.Errorf(grove.ErrUnavailable, "remove %s: %v", filepath.Base(dir), err)
 	}
 	return nil

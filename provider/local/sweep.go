@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/grove-dev/grove/internal/rmtree"
 )
 
 // tempPrefixes name the directories and files Grove creates beside what it
@@ -51,7 +53,7 @@ func (p *Provider) SweepTemp(ctx context.Context) ([]string, error) {
 			return nil
 		case isTemp(name):
 			if info, err := d.Info(); err == nil && info.ModTime().Before(cutoff) {
-				if err := os.RemoveAll(path); err == nil {
+				if err := rmtree.RemoveAll(path); err == nil {
 					removed = append(removed, path)
 				}
 			}

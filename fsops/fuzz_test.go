@@ -26,12 +26,12 @@ func FuzzResolve(f *testing.F) {
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
 	const outsideSecret = "OUTSIDE-SECRET"
 	files := map[string]string{
-		"ws/.git/config":                "[core] " + gitSecret,
+		"ws/.git/config":                    "[core] " + gitSecret,
 		"ws/.git/git\x01secretname":         gitSecret,
-		"ws/sub/nested/.git/config":     gitSecret,
+		"ws/sub/nested/.git/config":         gitSecret,
 		"ws/sub/nested/.git/nested\x01name": gitSecret,
-		"ws/sub/file":                   "file",
-		"ws/a/b/c/file":                 "deep",
+		"ws/sub/file":                       "file",
+		"ws/a/b/c/file":                     "deep",
 		"outside/outside\x01name":           outsideSecret,
 	}
 	links := map[string]string{

@@ -90,7 +90,7 @@ func openTempDir(root string, rootFd int, dir string) (int, error) {
 		return -1, fmt.Errorf("fsops: temporary directory: %w", &fs.PathError{Op: "open", Path: real, Err: err})
 	}
 	var a, b unix.Stat_t
-	if err := unix.Fstat(fd, &a); err == nil {
+	if err = unix.Fstat(fd, &a); err == nil {
 		err = unix.Fstat(rootFd, &b)
 	}
 	if err != nil || a.Dev != b.Dev {

@@ -329,3 +329,60 @@ func TestWriteOutsideGitStillWorks(t *testing.T) {
 		t.Errorf("write through self link landed elsewhere: README = %q", b)
 	}
 }
+
+// TestSwapRace: while one goroutine keeps swapping a directory for a
+// symlink into .git (as a command in the workspace could), reads, writes,
+// deletes and listings through it never reach .git.
+func TestSwapRace(t *testing.T) {
+	fsys, ws, snap := gitWorkspace(t, false)
+	before := snap()
+	d, tmp := filepath.Join(ws, "d"), filepath.Join(ws, "d.tmp")
+	os.Remove(d)
+	if err := os.MkdirAll(filepath.Join(ws, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Remove(tmp)
+			target := "real"
+			if i%2 == 1 {
+				target = ".git"
+			}
+			os.Symlink(target, tmp)
+			os.Rename(tmp, d) // atomic swap of what d is
+		}
+	}()
+	for i := range 3000 {
+		switch i % 4 {
+		case 0:
+			if b, err := fsys.ReadFile("d/config", 1<<20); err == nil && bytes.Contains(b, []byte(gitSecret)) {
+				t.Fatalf("read .git/config through a swapped link")
+			}
+		case 1:
+			fsys.WriteFile("d/config", []byte("pwned"), 0o644)
+		case 2:
+			fsys.DeleteFile("d/HEAD")
+		case 3:
+			if e, _, err := fsys.ListDir("d", 2, 0); err == nil && strings.Contains(fmt.Sprint(e), "HEAD") {
+				t.Fatalf("listed .git through a swapped link: %v", e)
+			}
+		}
+	}
+	close(stop)
+	<-done
+	if snap() != before {
+		t.Fatal(".git changed")
+	}
+	// The writes that went through landed in real/.
+	if b, err := os.ReadFile(filepath.Join(ws, "real", "config")); err != nil || string(b) != "pwned" {
+		t.Logf("real/config: %q, %v (no write won the race)", b, err)
+	}
+}

@@ -17,13 +17,17 @@ import (
 //	write-nosync/tmp  the same vs a raw temp file + rename (the floor for an atomic write)
 //	write-fsync/os    atomic, durable WriteFile vs os.WriteFile
 func BenchmarkReadWrite4K(b *testing.B) {
-	dir := b.TempDir()
+	dir := filepath.Join(b.TempDir(), "ws")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	data := bytes.Repeat([]byte("0123456789abcdef"), 256)
 	raw := filepath.Join(dir, "raw.txt")
 	if err := os.WriteFile(raw, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	open := func(opts Options) *FS {
+		opts.TempDir = filepath.Join(filepath.Dir(dir), "tmp")
 		fsys, err := Open(dir, opts)
 		if err != nil {
 			b.Fatal(err)

@@ -10,8 +10,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sync"
+	"strings"
+	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/grove-dev/grove"
 )
@@ -24,15 +27,26 @@ type Options struct {
 	// fsync dominates the cost of small writes; set NoSync where the
 	// workspace is scratch space anyway.
 	NoSync bool
+	// TempDir holds WriteFile's temporary files, which are renamed into
+	// the workspace once complete. It must be outside the workspace, so
+	// that neither the agent's tree nor a commit ever sees a temporary
+	// file (not even one a crash left behind), and on the same filesystem,
+	// for the rename. Open creates it (mode 0700) and refuses one on
+	// another filesystem. Empty: the FS is read-only and WriteFile fails.
+	// Sweep it with SweepTemp.
+	TempDir string
 }
 
-// FS is file access confined to one workspace directory. It holds the
-// directory open (an os.Root), so keep one per workspace and Close it when
-// the workspace goes away. It is safe for concurrent use.
+// FS is file access confined to one workspace directory, never reaching
+// its .git (see resolve.go). It holds the directory open, so keep one per
+// workspace and Close it when the workspace goes away. It is safe for
+// concurrent use.
 type FS struct {
-	root *os.Root
-	dir  string // the root as the host sees it, symlinks resolved
-	opts Options
+	rootFd int
+	dir    string // the root as the host sees it, symlinks resolved
+	opts   Options
+	tmpFd  int // Options.TempDir, or -1
+	git    atomic.Pointer[[]fileID]
 }
 
 // Open opens dir as a workspace root.
@@ -41,15 +55,61 @@ func Open(dir string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, mapErr("open workspace", ".", err)
 	}
-	root, err := os.OpenRoot(real)
+	fd, err := unix.Open(real, dirFlags, 0)
 	if err != nil {
 		return nil, mapErr("open workspace", ".", err)
 	}
-	return &FS{root: root, dir: real, opts: opts}, nil
+	f := &FS{rootFd: fd, dir: real, opts: opts, tmpFd: -1}
+	if ids := probeGit(fd); len(ids) > 0 {
+		f.git.Store(&ids)
+	}
+	if opts.TempDir != "" {
+		if f.tmpFd, err = openTempDir(real, fd, opts.TempDir); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// openTempDir opens (creating) the temporary directory of the workspace
+// root and checks it can serve: outside the root, same filesystem.
+func openTempDir(root string, rootFd int, dir string) (int, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return -1, fmt.Errorf("fsops: temporary directory: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return -1, fmt.Errorf("fsops: temporary directory: %w", err)
+	}
+	if r, err := filepath.Rel(root, real); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+		return -1, fmt.Errorf("fsops: temporary directory %s is inside the workspace %s; it must be outside", real, root)
+	}
+	fd, err := unix.Open(real, dirFlags, 0)
+	if err != nil {
+		return -1, fmt.Errorf("fsops: temporary directory: %w", &fs.PathError{Op: "open", Path: real, Err: err})
+	}
+	var a, b unix.Stat_t
+	if err = unix.Fstat(fd, &a); err == nil {
+		err = unix.Fstat(rootFd, &b)
+	}
+	if err != nil || a.Dev != b.Dev {
+		unix.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("fsops: temporary directory %s is not on the same filesystem as the workspace %s, so files cannot be renamed from one to the other", real, root)
+		}
+		return -1, err
+	}
+	return fd, nil
 }
 
 // Close releases the workspace directory.
-func (f *FS) Close() error { return f.root.Close() }
+func (f *FS) Close() error {
+	if f.tmpFd >= 0 {
+		unix.Close(f.tmpFd)
+	}
+	return unix.Close(f.rootFd)
+}
 
 // Dir is the workspace directory with symlinks resolved.
 func (f *FS) Dir() string { return f.dir }
@@ -58,7 +118,8 @@ func (f *FS) Dir() string { return f.dir }
 // directories (ErrIsDirectory), FIFOs, sockets and devices (ErrInvalid: a
 // FIFO would block forever) and files larger than max bytes
 // (ErrTooLarge), reading at most max+1 bytes whatever the file does
-// meanwhile.
+// meanwhile. Symlinks inside the workspace are followed; a path that
+// resolves into .git or out of the workspace is ErrPathOutside.
 func (f *FS) ReadFile(rel string, max int64) ([]byte, error) {
 	rel, err := CleanPath(rel)
 	if err != nil {
@@ -66,29 +127,35 @@ func (f *FS) ReadFile(rel string, max int64) ([]byte, error) {
 	}
 	// O_NONBLOCK makes opening a FIFO return at once; it changes nothing
 	// for regular files.
-	file, err := f.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fd, err := f.openFinal(rel, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, mapErr("read", rel, err)
 	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, mapErr("read", rel, err)
 	}
-	if err := regular(rel, fi); err != nil {
+	if err := regular(rel, &st); err != nil {
 		return nil, err
 	}
-	if fi.Size() > max {
-		return nil, grove.Errorf(grove.ErrTooLarge, "%s: %d bytes exceeds the limit of %d", rel, fi.Size(), max)
+	if st.Size > max {
+		return nil, grove.Errorf(grove.ErrTooLarge, "%s: %d bytes exceeds the limit of %d", rel, st.Size, max)
 	}
-	// One spare byte detects a file that grew after the Stat.
-	buf := make([]byte, fi.Size()+1)
-	n, err := io.ReadFull(file, buf)
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-	case err != nil:
+	// One spare byte detects a file that grew after the Fstat.
+	buf := make([]byte, st.Size+1)
+	n, err := readFull(fd, buf)
+	if err != nil {
 		return nil, mapErr("read", rel, err)
-	default:
+	}
+	if n == len(buf) {
+		file := os.NewFile(uintptr(fd), rel)
+		fd = -1
+		defer file.Close()
 		rest, err := io.ReadAll(io.LimitReader(file, max-int64(n)+1))
 		if err != nil {
 			return nil, mapErr("read", rel, err)
@@ -102,15 +169,32 @@ func (f *FS) ReadFile(rel string, max int64) ([]byte, error) {
 	return buf[:n], nil
 }
 
+// readFull reads into buf until it is full or the file ends.
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return n, err
+		case m == 0:
+			return n, nil
+		}
+		n += m
+	}
+	return n, nil
+}
+
 // WriteFile replaces the content of rel atomically: it writes a temporary
-// file in the same directory, fsyncs it (unless Options.NoSync), renames it
+// file in Options.TempDir, fsyncs it (unless Options.NoSync), renames it
 // over rel and fsyncs the directory. Concurrent writers never produce a
 // torn file; the last rename wins. Missing parent directories are created.
 // An existing file keeps its permission bits; perm applies to new files.
 // If rel is a symlink, the file it points to is written, provided it is
-// inside the workspace and the link is relative (ErrPathOutside otherwise;
-// os.Root treats every absolute symlink as leaving the root). rel may not be a
-// directory (ErrIsDirectory).
+// inside the workspace, outside .git, and the link is relative
+// (ErrPathOutside otherwise). rel may not be a directory (ErrIsDirectory).
 func (f *FS) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	rel, err := CleanPath(rel)
 	if err != nil {
@@ -119,165 +203,190 @@ func (f *FS) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	if rel == "." {
 		return grove.Errorf(grove.ErrIsDirectory, "cannot write the workspace root")
 	}
-	rel, err = f.resolveLink(rel)
+	if f.tmpFd < 0 {
+		return errNoTempDir
+	}
+	w := f.walk(rel)
+	defer w.close()
+	name, err := w.next(true)
+	mode := uint32(perm.Perm())
+	for err == nil {
+		if name == "." {
+			return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
+		}
+		var st unix.Stat_t
+		serr := unix.Fstatat(w.top(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if serr == unix.ENOENT {
+			break
+		}
+		if serr != nil {
+			return mapErr("write", rel, serr)
+		}
+		if err := f.checkID(&st, rel); err != nil {
+			return err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			mode = uint32(st.Mode) & 0o777
+		case unix.S_IFDIR:
+			return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
+		case unix.S_IFLNK:
+			// Write the target rather than turning the link into a file.
+			var followed bool
+			if followed, err = w.follow(name); followed {
+				name, err = w.next(true)
+			}
+			continue
+		default:
+			return grove.Errorf(grove.ErrInvalid, "%s is not a regular file", rel)
+		}
+		break
+	}
 	if err != nil {
 		return err
 	}
-	exists := false
-	switch fi, err := f.root.Lstat(rel); {
-	case err == nil && fi.IsDir():
-		return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
-	case err == nil && fi.Mode().IsRegular():
-		perm, exists = fi.Mode().Perm(), true
-	case err == nil:
-		return grove.Errorf(grove.ErrInvalid, "%s is not a regular file", rel)
-	case !errors.Is(err, fs.ErrNotExist):
+	tmp, err := f.writeTemp(data, mode)
+	if err != nil {
 		return mapErr("write", rel, err)
 	}
-	dir := path.Dir(rel)
-	if !exists {
-		if err := f.root.MkdirAll(dir, 0o755); err != nil {
-			return mapErr("write", dir, err)
+	if testHookBeforeRename != nil && testHookBeforeRename() {
+		return errors.New("fsops: test crash")
+	}
+	if err := unix.Renameat(f.tmpFd, tmp, w.top(), name); err != nil {
+		unix.Unlinkat(f.tmpFd, tmp, 0)
+		if err == unix.EXDEV {
+			return fmt.Errorf("fsops: write %s: the temporary directory is on another mount than the workspace", rel)
 		}
-	}
-	tmp, err := f.writeTemp(dir, data, perm)
-	if err != nil {
-		return err
-	}
-	if err := f.root.Rename(tmp, rel); err != nil {
-		f.root.Remove(tmp)
 		return mapErr("write", rel, err)
 	}
 	if !f.opts.NoSync {
 		// The rename is durable only once the directory is.
-		if d, err := f.root.Open(dir); err == nil {
-			err = d.Sync()
-			d.Close()
-			if err != nil {
-				return mapErr("sync", dir, err)
-			}
+		if err := unix.Fsync(w.top()); err != nil {
+			return mapErr("sync", rel, err)
 		}
 	}
 	return nil
 }
 
-func (f *FS) writeTemp(dir string, data []byte, perm fs.FileMode) (string, error) {
+// testHookBeforeRename, when it returns true, makes WriteFile stop as a
+// crash would: after the temporary file is complete, before the rename,
+// without cleaning up.
+var testHookBeforeRename func() bool
+
+// tempPrefix starts the name of every temporary file in Options.TempDir.
+const tempPrefix = ".grove-tmp-"
+
+// writeTemp writes data to a new file in the temporary directory and
+// returns its name there.
+func (f *FS) writeTemp(data []byte, mode uint32) (string, error) {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	tmp := path.Join(dir, ".grove-tmp-"+hex.EncodeToString(rnd[:]))
-	file, err := f.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	name := tempPrefix + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(f.tmpFd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
-		return "", mapErr("write", dir, err)
+		return "", err
 	}
-	_, err = file.Write(data)
+	for len(data) > 0 && err == nil {
+		var n int
+		n, err = unix.Write(fd, data)
+		if err == unix.EINTR {
+			err = nil
+		}
+		data = data[n:]
+	}
 	if err == nil && !f.opts.NoSync {
-		err = file.Sync()
+		err = unix.Fsync(fd)
 	}
-	if cerr := file.Close(); err == nil {
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		f.root.Remove(tmp)
-		return "", mapErr("write", tmp, err)
+		unix.Unlinkat(f.tmpFd, name, 0)
+		return "", err
 	}
-	return tmp, nil
+	return name, nil
 }
 
 // maxLinks bounds symlink chains, as the kernel does with ELOOP.
 const maxLinks = 40
 
-// resolveLink follows rel while it is a symlink, so that WriteFile
-// replaces the target rather than turning the link into a file. Targets
-// outside the workspace or inside .git are refused.
-func (f *FS) resolveLink(rel string) (string, error) {
-	for range maxLinks {
-		fi, err := f.root.Lstat(rel)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			return rel, nil
-		}
-		target, err := f.root.Readlink(rel)
-		if err != nil {
-			return "", mapErr("readlink", rel, err)
-		}
-		// Absolute targets are refused even when they point inside, as
-		// os.Root refuses them on every other path: one rule for reads and
-		// writes.
-		if filepath.IsAbs(target) {
-			return "", grove.Errorf(grove.ErrPathOutside, "symlink %s has an absolute target", rel)
-		}
-		next, err := CleanPath(path.Join(path.Dir(rel), filepath.ToSlash(target)))
-		if err != nil {
-			return "", grove.Errorf(grove.ErrPathOutside, "symlink %s points outside the workspace or into .git", rel)
-		}
-		rel = next
-	}
-	return "", grove.Errorf(grove.ErrInvalid, "%s: too many levels of symbolic links", rel)
-}
-
-// DeleteFile removes the file or symlink rel; directories are refused with
-// ErrIsDirectory.
+// DeleteFile removes the file or symlink rel (a symlink itself, not its
+// target); directories are refused with ErrIsDirectory, and so is any path
+// whose directories resolve into .git (ErrPathOutside).
 func (f *FS) DeleteFile(rel string) error {
 	rel, err := CleanPath(rel)
 	if err != nil {
 		return err
 	}
-	fi, err := f.root.Lstat(rel)
+	w := f.walk(rel)
+	defer w.close()
+	name, err := w.next(false)
 	if err != nil {
-		return mapErr("delete", rel, err)
+		return err
 	}
-	if fi.IsDir() {
+	if name == "." {
 		return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
 	}
-	return mapErr("delete", rel, f.root.Remove(rel))
+	var st unix.Stat_t
+	if err := unix.Fstatat(w.top(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return mapErr("delete", rel, err)
+	}
+	if err := f.checkID(&st, rel); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
+	}
+	return mapErr("delete", rel, unix.Unlinkat(w.top(), name, 0))
 }
 
-// Stat describes rel, following symlinks that stay inside the workspace.
+// Stat describes rel, following symlinks that stay inside the workspace
+// and out of .git.
 func (f *FS) Stat(rel string) (grove.DirEntry, error) {
 	rel, err := CleanPath(rel)
 	if err != nil {
 		return grove.DirEntry{}, err
 	}
-	fi, err := f.root.Stat(rel)
+	st, err := f.lstatFinal(rel)
 	if err != nil {
-		return grove.DirEntry{}, mapErr("stat", rel, err)
+		return grove.DirEntry{}, err
 	}
-	return entry(rel, fi), nil
+	return entry(rel, &st), nil
 }
 
-func entry(rel string, fi fs.FileInfo) grove.DirEntry {
-	e := grove.DirEntry{Path: rel, Name: path.Base(rel), IsDir: fi.IsDir(), ModTime: fi.ModTime()}
+func entry(rel string, st *unix.Stat_t) grove.DirEntry {
+	e := grove.DirEntry{Path: rel, Name: path.Base(rel), IsDir: st.Mode&unix.S_IFMT == unix.S_IFDIR, ModTime: mtime(st)}
 	if !e.IsDir {
-		e.Size = fi.Size()
+		e.Size = st.Size
 	}
 	return e
 }
 
-func regular(rel string, fi fs.FileInfo) error {
-	switch {
-	case fi.IsDir():
+func regular(rel string, st *unix.Stat_t) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return nil
+	case unix.S_IFDIR:
 		return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
-	case !fi.Mode().IsRegular():
-		return grove.Errorf(grove.ErrInvalid, "%s is not a regular file (%s)", rel, fi.Mode().Type())
 	}
-	return nil
+	return grove.Errorf(grove.ErrInvalid, "%s is not a regular file (%s)", rel, typeName(st))
 }
 
-// escapeErr is the error os.Root reports for a path leaving the root. The
-// os package does not export it, so it is learnt once from os.Root itself
-// (a lexical check, no file is touched) rather than matched by its text.
-var escapeErr = sync.OnceValue(func() error {
-	r, err := os.OpenRoot("/")
-	if err != nil {
-		return nil
+func typeName(st *unix.Stat_t) string {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "named pipe"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	case unix.S_IFLNK:
+		return "symlink"
 	}
-	defer r.Close()
-	_, err = r.Lstat("../probe")
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return nil
-})
+	return "special file"
+}
 
 // mapErr turns an os error into a grove kind. Messages carry only the
 // workspace-relative path, never the host directory.
@@ -291,8 +400,8 @@ func mapErr(op, rel string, err error) error {
 		inner = pe.Err
 	}
 	switch {
-	case escapeErr() != nil && errors.Is(inner, escapeErr()):
-		return grove.Errorf(grove.ErrPathOutside, "%s %s: path leads outside the workspace (through a symlink)", op, rel)
+	case grove.KindOf(err) != nil:
+		return err // already ours (from the walker)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return grove.Errorf(grove.ErrNotFound, "%s %s: no such file or directory", op, rel)
 	case errors.Is(err, syscall.EISDIR):

@@ -50,7 +50,7 @@ func workspace(t *testing.T) (*FS, string, string) {
 	link(filepath.Join(ws, "a.txt"), "absin")
 	link("outdir", "outdirlink")
 	link(outside, "outdir")
-	fsys, err := Open(ws, Options{})
+	fsys, err := Open(ws, Options{TempDir: filepath.Join(base, "tmp")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,11 @@ func TestWriteFileKeepsMode(t *testing.T) {
 func TestConcurrentWritersNeverTear(t *testing.T) {
 	for _, opts := range []Options{{}, {NoSync: true}} {
 		t.Run(fmt.Sprintf("nosync=%v", opts.NoSync), func(t *testing.T) {
-			dir := t.TempDir()
+			dir := filepath.Join(t.TempDir(), "ws")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			opts.TempDir = filepath.Join(filepath.Dir(dir), "tmp")
 			fsys, err := Open(dir, opts)
 			if err != nil {
 				t.Fatal(err)

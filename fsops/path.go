@@ -1,11 +1,15 @@
-// Package fsops gives file access to a local workspace through os.Root, so
-// that no caller-supplied path — "..", an absolute path or a symlink — can
-// reach outside the workspace directory.
+// Package fsops gives file access to a local workspace such that no
+// caller-supplied path — "..", an absolute path or a symlink, however
+// chained — can reach outside the workspace directory or into a .git
+// (the workspace's own or a nested repository's).
 //
-// Paths are workspace-relative and slash-separated. CleanPath is the single
-// gate every path passes; os.Root then enforces the same boundary at every
-// system call, including symlinks the workspace's own commands may create
-// between the check and the use.
+// Paths are workspace-relative and slash-separated. CleanPath is the first
+// gate every path passes; resolution (resolve.go) then walks the path one
+// component at a time from the workspace root held open, with openat and
+// O_NOFOLLOW, resolving symlinks itself under the same rules and checking
+// every directory's identity against .git, so the boundary holds at every
+// system call, including against symlinks the workspace's own commands may
+// create between a check and a use.
 package fsops
 
 import (

@@ -47,10 +47,15 @@ var (
 )
 
 // New returns a provider rooted at caches.Root, running git through
-// caches.Git. fsOpts tunes file writes (fsync is on unless NoSync).
+// caches.Git. fsOpts tunes file writes (fsync is on unless NoSync); its
+// TempDir defaults to <root>/.grove-tmp.
 func New(caches *gitrepo.Caches, fsOpts fsops.Options) *Provider {
 	if caches.Git == nil {
 		caches.Git = &gitrepo.Git{}
+	}
+	if fsOpts.TempDir == "" && caches.Root != "" {
+		// Beside the workspaces (same filesystem), outside every one of them.
+		fsOpts.TempDir = filepath.Join(caches.Root, ".grove-tmp")
 	}
 	return &Provider{root: caches.Root, git: caches.Git, caches: caches, fsOpts: fsOpts}
 }

@@ -104,6 +104,7 @@ func TestReconcileSweepsCrashLeftovers(t *testing.T) {
 		filepath.Join(filepath.Dir(ws.LocalPath), ".trash-gone-abc", "f"),
 		filepath.Join(f.root, "repos", "example.com", "o", "never-cloned", ".bare-tmp-9", "HEAD"),
 		filepath.Join(cacheDir, "work", ".bundle-tmp-5"),
+		filepath.Join(f.root, "repos", ".grove-tmp", ".grove-tmp-0123"), // an interrupted file write
 	}
 	for _, p := range stale {
 		write(t, p, "x")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/internal/rmtree"
 )
 
@@ -68,5 +69,10 @@ func (p *Provider) SweepTemp(ctx context.Context) ([]string, error) {
 		}
 		return nil
 	})
-	return removed, err
+	if err != nil {
+		return removed, err
+	}
+	// Interrupted file writes leave their temporaries in fsops' directory.
+	files, err := fsops.SweepTemp(p.fsOpts.TempDir, TempMinAge)
+	return append(removed, files...), err
 }

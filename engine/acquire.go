@@ -145,6 +145,13 @@ func (e *Engine) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.
 		return nil, false, err
 	}
 
+	// A new workspace needs room: the reserve and the user's share.
+	if err := e.diskLow(); err != nil {
+		return nil, false, err
+	}
+	if err := e.checkUserQuota(ctx, p.key.User); err != nil {
+		return nil, false, err
+	}
 	now := e.now().UTC()
 	ws := &grove.Workspace{
 		ID:          newID("ws_"),

@@ -81,6 +81,10 @@ type Config struct {
 	// (lock/pglock). Eviction relies on its try-lock semantics.
 	Locks lock.Locker
 
+	// Disk bounds the disk workspaces may take (quotas, the reserve kept
+	// for Grove itself); zero fields take DiskPolicy's defaults.
+	Disk DiskPolicy
+
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -95,6 +99,7 @@ type Engine struct {
 	now   func() time.Time
 	locks lock.Locker
 	parse gitrepo.ParseOptions
+	disk  DiskPolicy
 	// runtimes remembers which workspaces already have a runtime so the
 	// exec path makes no store round trip; it is only a cache of the store.
 	runtimes sync.Map
@@ -104,6 +109,9 @@ type Engine struct {
 	// eviction reads it to find idle runtimes without a store write per
 	// command.
 	lastExec sync.Map // id -> time.Time
+	// written counts bytes of file writes per workspace since its size
+	// was last measured (checkWrite).
+	written sync.Map // id -> *atomic.Int64
 }
 
 var _ grove.Service = (*Engine)(nil)
@@ -123,7 +131,9 @@ func New(cfg Config) (*Engine, error) {
 		now:   cfg.Now,
 		locks: cfg.Locks,
 		parse: gitrepo.ParseOptions{BaseURL: cfg.BaseURL},
+		disk:  cfg.Disk,
 	}
+	e.disk.defaults()
 	if e.locks == nil {
 		e.locks = local.New()
 	}

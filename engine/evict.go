@@ -138,16 +138,13 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 		}
 	}
 
-	// Tier 3: under disk pressure, dirty unpinned task and edit workspaces,
-	// least recently used first, each saved into its cache before it goes.
+	// Tier 3: under disk pressure, dirty task and edit workspaces, each
+	// saved into its user's work repository before it goes: first those
+	// over their own quota (pinned or not: a pin does not shield the
+	// consumer), largest first, then those of users over their share,
+	// then the other unpinned ones, least recently used first.
 	if p.MinFreeBytes > 0 {
-		var candidates []*grove.Workspace
-		for _, ws := range wss {
-			if !gone[ws.ID] && !ws.Pinned && ws.Mode != grove.ModeAnalysis {
-				candidates = append(candidates, ws)
-			}
-		}
-		slices.SortFunc(candidates, func(a, b *grove.Workspace) int { return e.lastUsed(a).Compare(e.lastUsed(b)) })
+		candidates := e.pressureOrder(ctx, wss, gone)
 		for _, ws := range candidates {
 			free, err := p.FreeBytes()
 			if err != nil {
@@ -180,6 +177,7 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 	}
 
 	// Crash leftovers of this or another process sharing the root.
+	// (Swept after the workspace tiers: a destroy may leave trash.)
 	if sc, ok := e.prov.(provider.Scanner); ok {
 		removed, err := sc.SweepTemp(ctx)
 		if err != nil {
@@ -265,4 +263,55 @@ func (e *Engine) RunEvictor(ctx context.Context, p EvictionPolicy, interval time
 				"destroyed_workspaces", len(rep.DestroyedWorkspaces), "saved", len(rep.Saved), "removed_caches", len(rep.RemovedCaches))
 		}
 	}
+}
+
+// pressureOrder lists the workspaces disk pressure may evict, in the order
+// it should: whoever is over their share first.
+func (e *Engine) pressureOrder(ctx context.Context, wss []*grove.Workspace, gone map[string]bool) []*grove.Workspace {
+	type cand struct {
+		ws    *grove.Workspace
+		group int // 0 over its quota, 1 its user over their share, 2 the rest
+		size  int64
+	}
+	perUser := map[string]int64{}
+	var all []cand
+	for _, ws := range wss {
+		if gone[ws.ID] || ws.Mode == grove.ModeAnalysis {
+			continue
+		}
+		size := e.prov.SizeBytes(ctx, ws)
+		perUser[ws.User] += size
+		all = append(all, cand{ws: ws, size: size})
+	}
+	var out []cand
+	for _, c := range all {
+		switch {
+		case e.disk.WorkspaceQuota >= 0 && c.size > e.disk.WorkspaceQuota:
+			c.group = 0
+		case c.ws.Pinned:
+			continue
+		case e.disk.UserQuota >= 0 && perUser[c.ws.User] > e.disk.UserQuota:
+			c.group = 1
+		default:
+			c.group = 2
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b cand) int {
+		if a.group != b.group {
+			return a.group - b.group
+		}
+		if a.group < 2 && a.size != b.size {
+			if a.size > b.size {
+				return -1
+			}
+			return 1
+		}
+		return e.lastUsed(a.ws).Compare(e.lastUsed(b.ws))
+	})
+	res := make([]*grove.Workspace, len(out))
+	for i, c := range out {
+		res[i] = c.ws
+	}
+	return res
 }

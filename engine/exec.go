@@ -68,10 +68,22 @@ func (e *Engine) exec(ctx context.Context, id string, req grove.ExecRequest, emi
 	}
 	e.lastExec.Store(ws.ID, e.now())
 	var res *grove.ExecResult
-	if emit != nil {
-		res, err = e.drv.ExecStream(ctx, ws.ID, req, emit)
+	run := func(ctx context.Context) error {
+		var err error
+		if emit != nil {
+			res, err = e.drv.ExecStream(ctx, ws.ID, req, emit)
+		} else {
+			res, err = e.drv.Exec(ctx, ws.ID, req)
+		}
+		return err
+	}
+	if req.Class.Mutating() {
+		// Commands are not refused up front — one that deletes files is
+		// how an agent gets back under its quota — but the watchdog stops
+		// any that runs while the disk is low or the workspace over quota.
+		err = e.watchdog(ctx, ws, run)
 	} else {
-		res, err = e.drv.Exec(ctx, ws.ID, req)
+		err = run(ctx)
 	}
 	e.afterExec(ctx, ws, req, res, err)
 	return res, err

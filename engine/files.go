@@ -58,6 +58,9 @@ func (e *Engine) Search(ctx context.Context, id string, req grove.SearchRequest)
 // WriteFile implements grove.Service.
 func (e *Engine) WriteFile(ctx context.Context, id, path string, data []byte) error {
 	return e.mutate(ctx, id, func(ws *grove.Workspace) error {
+		if err := e.checkWrite(ctx, ws, int64(len(data))); err != nil {
+			return err
+		}
 		return e.prov.WriteFile(ctx, ws, path, data)
 	})
 }

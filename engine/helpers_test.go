@@ -34,6 +34,7 @@ type fixtureOpt struct {
 	drv             driver.Driver
 	allowUnisolated bool
 	now             func() time.Time
+	disk            engine.DiskPolicy
 }
 
 func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
@@ -64,7 +65,7 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		o.allowUnisolated = true
 	}
 	st := memory.New()
-	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now})
+	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now, Disk: o.disk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,6 +163,22 @@ func (e *Engine) Pin(ctx context.Context, id string, pinned bool) error {
 		if err != nil {
 			return err
 		}
+		if pinned && !ws.Pinned {
+			// Pinned work is never evicted, so pins are bounded.
+			mine, err := tx.ListWorkspaces(ctx, store.WorkspaceFilter{User: ws.User})
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, w := range mine {
+				if w.Pinned {
+					n++
+				}
+			}
+			if n >= e.disk.PinsPerUser {
+				return grove.Errorf(grove.ErrResourceLimit, "you have %d pinned workspaces, the most allowed; unpin one first", n)
+			}
+		}
 		ws.Pinned = pinned
 		ws.UpdatedAt = e.now().UTC()
 		return tx.UpdateWorkspace(ctx, ws)

@@ -66,6 +66,9 @@ func TestSmartHTTPTokens(t *testing.T) {
 
 	g, logs := newTestGit(t)
 	g.Home = t.TempDir()
+	// Every git process's argv is recorded by a wrapper around git.
+	argvLog := filepath.Join(t.TempDir(), "argv.log")
+	g.Binary = gitArgvRecorder(t, argvLog)
 	root := t.TempDir()
 	c := &Caches{Git: g, Root: root}
 	ctx := testCtx(t)
@@ -117,27 +120,31 @@ func TestSmartHTTPTokens(t *testing.T) {
 		errorTexts = append(errorTexts, err.Error())
 	}
 
-	// Push a workspace branch with the token.
+	// Push a workspace branch with the token, from alice's work
+	// repository (under the root, so the scan below covers it).
+	work := workRepo(t, g, res.Path, "alice")
 	ws := filepath.Join(WorkspacesDir(CacheDir(root, remote.ID)), WorkspaceDirName("alice", "c1", "agent/edits-c1"))
-	if _, err := g.CreateWorkspace(ctx, res.Path, ws, WorkspaceOptions{Branch: "agent/edits-c1", Base: "main"}); err != nil {
+	if _, err := g.CreateWorkspace(ctx, res.Path, ws, WorkspaceOptions{Branch: "agent/edits-c1", Base: "main", WorkRepo: work}); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(ws, "pushed.txt"), "pushed\n")
-	cr, err := g.Commit(ctx, ws, grove.CommitRequest{Message: "push me"}, Identity{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Push(ctx, ws, remote.URL, "agent/edits-c1", PushOptions{Token: "nope"}); !errors.Is(err, grove.ErrAuthFailed) {
+	commitAll(t, ws, "push me")
+	tip := saveBranch(t, g, work, ws, "agent/edits-c1")
+	if _, err := g.PushWork(ctx, work, remote.URL, "agent/edits-c1", "", PushOptions{Token: "nope"}); !errors.Is(err, grove.ErrAuthFailed) {
 		t.Errorf("push with a bad token = %v, want ErrAuthFailed", err)
 	} else {
 		errorTexts = append(errorTexts, err.Error())
 	}
-	pr, err := g.Push(ctx, ws, remote.URL, "agent/edits-c1", PushOptions{Token: token, Progress: &progress})
-	if err != nil || !pr.CreatedBranch || pr.RemoteSHA != cr.SHA {
+	pr, err := g.PushWork(ctx, work, remote.URL, "agent/edits-c1", "", PushOptions{Token: token, Progress: &progress})
+	if err != nil || !pr.CreatedBranch || pr.RemoteSHA != tip {
 		t.Fatalf("push = %+v, %v", pr, err)
 	}
-	if got := testGit(t, served, "rev-parse", "agent/edits-c1"); got != cr.SHA {
-		t.Errorf("served branch = %s, want %s", got, cr.SHA)
+	if got := testGit(t, served, "rev-parse", "agent/edits-c1"); got != tip {
+		t.Errorf("served branch = %s, want %s", got, tip)
+	}
+	// A force-with-lease push carries the token the same way.
+	if pr, err := g.PushWork(ctx, work, remote.URL, "agent/edits-c1", "", PushOptions{Token: token, ForceWithLease: true}); err != nil || !pr.UpToDate {
+		t.Errorf("force-with-lease push = %+v, %v", pr, err)
 	}
 
 	// A closed port is unavailable, not an auth failure.
@@ -190,6 +197,11 @@ func TestSmartHTTPTokens(t *testing.T) {
 		t.Errorf("logs lack the git calls; the scan would prove nothing:\n%s", logs)
 	}
 	check("logs", logs.String())
+	argv, err := os.ReadFile(argvLog)
+	if err != nil || !strings.Contains(string(argv), "push") || !strings.Contains(string(argv), "clone") {
+		t.Errorf("argv log lacks the git calls (%v); the scan would prove nothing:\n%s", err, argv)
+	}
+	check("argv", string(argv))
 	check("progress", progress.String())
 	for _, e := range errorTexts {
 		check("error "+e, e)
@@ -197,6 +209,22 @@ func TestSmartHTTPTokens(t *testing.T) {
 	if progress.Len() == 0 {
 		t.Errorf("no progress reported for clone/fetch/push")
 	}
+}
+
+// gitArgvRecorder writes an executable that appends its arguments, one
+// call a line, to logPath and then runs the real git with them.
+func gitArgvRecorder(t *testing.T, logPath string) string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not installed")
+	}
+	p := filepath.Join(t.TempDir(), "git")
+	writeFile(t, p, "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
+	if err := os.Chmod(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestRedactor(t *testing.T) {

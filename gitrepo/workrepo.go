@@ -1,12 +1,14 @@
 package gitrepo
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/grove-dev/grove"
@@ -93,13 +95,19 @@ func (g *Git) EnsureWorkRepo(ctx context.Context, barePath, workPath string) err
 // sees read-only at the same path.
 func WorkRepoObjects(workPath string) string { return filepath.Join(workPath, "objects") }
 
-// ReceiveBundle fetches the objects of the git bundle at bundlePath — made
+// ReceiveBundle takes the objects of the git bundle at bundlePath — made
 // inside a workspace's runtime, so untrusted data — into the work
 // repository at workPath, and points dst at want. Every object is checked
-// (transfer.fsckObjects) and the bundle's prerequisites must already be in
-// the work repository or the cache. Only this host's git reads the bundle;
-// nothing of the workspace is opened. want must be what the bundle's
-// src ref names, or the call fails and dst is unchanged.
+// (index-pack --strict: git's fsck of each object, and every object they
+// name must be present) before any of them joins the repository, and the
+// bundle's prerequisites must already be in the work repository or the
+// cache. Only this host's git reads the bundle; nothing of the workspace
+// is opened. want must be what the bundle's src ref names, or the call
+// fails and dst is unchanged.
+//
+// (git fetch from a bundle would be shorter, but before git 2.48 it skips
+// transfer.fsckObjects for bundles: a malformed object went in
+// unchecked.)
 func (g *Git) ReceiveBundle(ctx context.Context, workPath, bundlePath, src, dst, want string) error {
 	if !isHexSHA(want) {
 		return grove.Errorf(grove.ErrInvalid, "receive bundle: %q is not a commit id", want)
@@ -109,30 +117,141 @@ func (g *Git) ReceiveBundle(ctx context.Context, workPath, bundlePath, src, dst,
 			return err
 		}
 	}
-	tmpRef := "refs/grove/incoming/" + randomSuffix()
-	if _, err := g.run(ctx, call{
-		args: []string{
-			"-c", "transfer.fsckObjects=true", "-c", "fetch.fsckObjects=true",
-			"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
-			"--", bundlePath, "+" + src + ":" + tmpRef,
-		},
-		env: bareEnv(workPath),
-	}); err != nil {
+	f, err := os.Open(bundlePath)
+	if err != nil {
+		return grove.Errorf(grove.ErrInvalid, "workspace work could not be received: %v", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	refs, prereqs, err := readBundleHeader(r)
+	if err != nil {
+		return err
+	}
+	got, ok := refs[src]
+	if !ok {
+		return grove.Errorf(grove.ErrInvalid, "workspace bundle has no %s", sanitizeForMessage(src))
+	}
+	if got != want {
+		return grove.Errorf(grove.ErrInvalid, "workspace bundle names %s, expected %s", got, want)
+	}
+	for _, p := range prereqs {
+		if !g.HasCommit(ctx, workPath, p) {
+			return grove.Errorf(grove.ErrInvalid, "workspace bundle needs commit %s, which Grove does not hold", p)
+		}
+	}
+
+	// The pack is indexed into a quarantine object directory that borrows
+	// the work repository's objects (and through them the cache's), and
+	// joins the repository only once every object passed.
+	objects, err := filepath.Abs(WorkRepoObjects(workPath))
+	if err != nil {
+		return grove.Errorf(grove.ErrInvalid, "work repository path: %v", err)
+	}
+	quarantine, err := os.MkdirTemp(workPath, ".incoming-")
+	if err != nil {
+		return grove.Errorf(grove.ErrUnavailable, "receive bundle: %v", err)
+	}
+	defer os.RemoveAll(quarantine)
+	if err := os.Mkdir(filepath.Join(quarantine, "pack"), 0o755); err != nil {
+		return grove.Errorf(grove.ErrUnavailable, "receive bundle: %v", err)
+	}
+	env := append(bareEnv(workPath), "GIT_OBJECT_DIRECTORY="+quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+objects)
+	if _, err := g.run(ctx, call{args: []string{"index-pack", "--stdin", "--fix-thin", "--strict"}, env: env, stdin: r}); err != nil {
 		var gerr *Error
 		if errors.As(err, &gerr) && gerr.Kind == nil {
 			return grove.Errorf(grove.ErrInvalid, "workspace work could not be received: %s", firstLine(gerr.Stderr))
 		}
 		return err
 	}
-	defer g.run(context.WithoutCancel(ctx), call{args: []string{"update-ref", "-d", "--", tmpRef}, env: bareEnv(workPath)}) //nolint:errcheck // best effort
-	got, err := g.ResolveCommit(ctx, workPath, tmpRef)
-	if err != nil {
+	// want must be a commit (not, say, a tag naming one) that is now there.
+	out, err := g.run(ctx, call{args: []string{"cat-file", "-t", "--end-of-options", want}, env: env})
+	if err != nil || strings.TrimSpace(string(out)) != "commit" {
+		return grove.Errorf(grove.ErrInvalid, "workspace bundle does not carry commit %s", want)
+	}
+	if err := migratePacks(filepath.Join(quarantine, "pack"), filepath.Join(objects, "pack")); err != nil {
 		return err
 	}
-	if got != want {
-		return grove.Errorf(grove.ErrInvalid, "workspace bundle names %s, expected %s", got, want)
-	}
 	return g.SetRef(ctx, workPath, dst, want)
+}
+
+// readBundleHeader reads a v2 or v3 git bundle header up to the pack: the
+// refs it names and its prerequisites.
+func readBundleHeader(r *bufio.Reader) (refs map[string]string, prereqs []string, err error) {
+	bad := func(why string) error {
+		return grove.Errorf(grove.ErrInvalid, "workspace work could not be received: not a git bundle (%s)", why)
+	}
+	line := func() (string, error) {
+		s, err := r.ReadSlice('\n')
+		if err != nil {
+			return "", bad("truncated header")
+		}
+		return string(s[:len(s)-1]), nil
+	}
+	sig, err := line()
+	if err != nil {
+		return nil, nil, err
+	}
+	if sig != "# v2 git bundle" && sig != "# v3 git bundle" {
+		return nil, nil, bad("no signature")
+	}
+	refs = map[string]string{}
+	for n := 0; ; n++ {
+		if n > 10000 {
+			return nil, nil, bad("header too long")
+		}
+		l, err := line()
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case l == "":
+			if len(refs) == 0 {
+				return nil, nil, bad("no refs")
+			}
+			return refs, prereqs, nil
+		case strings.HasPrefix(l, "@"):
+			if sig != "# v3 git bundle" || (l != "@object-format=sha1" && l != "@object-format=sha256") {
+				return nil, nil, bad("unsupported capability")
+			}
+		case strings.HasPrefix(l, "-"):
+			sha, _, _ := strings.Cut(l[1:], " ")
+			if !isHexSHA(sha) {
+				return nil, nil, bad("malformed prerequisite")
+			}
+			prereqs = append(prereqs, sha)
+		default:
+			sha, ref, ok := strings.Cut(l, " ")
+			if !ok || !isHexSHA(sha) || ValidateRef(ref) != nil {
+				return nil, nil, bad("malformed ref")
+			}
+			if _, dup := refs[ref]; dup {
+				return nil, nil, bad("a ref listed twice")
+			}
+			refs[ref] = sha
+		}
+	}
+}
+
+// migratePacks moves the packs index-pack wrote in quarantine into the
+// repository's pack directory, each index last, so git never sees an
+// index without its pack.
+func migratePacks(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return grove.Errorf(grove.ErrUnavailable, "receive bundle: %v", err)
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		return !strings.HasSuffix(entries[i].Name(), ".idx") && strings.HasSuffix(entries[j].Name(), ".idx")
+	})
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "pack-") {
+			continue
+		}
+		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return grove.Errorf(grove.ErrUnavailable, "receive bundle: %v", err)
+		}
+	}
+	return nil
 }
 
 // HasCommit reports whether the repository at gitDir (with its alternates)

@@ -48,8 +48,8 @@ func TestCreateWorkspaceBranchSources(t *testing.T) {
 			if sym != tt.wantRef {
 				t.Errorf("HEAD -> %q, want %q", sym, tt.wantRef)
 			}
-			if dirty, err := g.Dirty(ctx, dir); err != nil || dirty {
-				t.Errorf("fresh workspace dirty=%v err=%v", dirty, err)
+			if st := testGit(t, dir, "status", "--porcelain"); st != "" {
+				t.Errorf("fresh workspace is dirty:\n%s", st)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
 				t.Errorf("not checked out: %v", err)
@@ -105,23 +105,23 @@ func TestReattachAfterRemove(t *testing.T) {
 	c, remote, bare := cacheFor(t, src)
 	g := c.Git
 	ctx := testCtx(t)
+	work := workRepo(t, g, bare, "alice")
 	dir := filepath.Join(WorkspacesDir(CacheDir(c.Root, remote.ID)), WorkspaceDirName("alice", "c1", "agent/edits-c1"))
-	opt := WorkspaceOptions{Branch: "agent/edits-c1", Base: "main"}
+	opt := WorkspaceOptions{Branch: "agent/edits-c1", Base: "main", WorkRepo: work}
 	if _, err := g.CreateWorkspace(ctx, bare, dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "work.txt"), "agent work\n")
-	res, err := g.Commit(ctx, dir, grove.CommitRequest{Message: "agent work"}, Identity{})
-	if err != nil {
-		t.Fatal(err)
+	sha := commitAll(t, dir, "agent work")
+	// The workspace's objects and refs are its own: neither the cache nor
+	// the work repository has them before they are saved.
+	if _, err := g.ResolveCommit(ctx, bare, sha); !errors.Is(err, grove.ErrNotFound) {
+		t.Fatalf("workspace commit leaked into the cache: %v", err)
 	}
-	// The workspace's objects and refs are its own: the cache is untouched.
-	if _, err := g.ResolveCommit(ctx, bare, res.SHA); !errors.Is(err, grove.ErrNotFound) {
-		t.Fatalf("workspace commit leaked into the cache before SaveBranch: %v", err)
+	if g.HasCommit(ctx, work, sha) {
+		t.Fatal("workspace commit in the work repository before it was saved")
 	}
-	if err := g.SaveBranch(ctx, bare, dir, "agent/edits-c1"); err != nil {
-		t.Fatal(err)
-	}
+	saveBranch(t, g, work, dir, "agent/edits-c1")
 	if err := g.RemoveWorkspace(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
@@ -135,15 +135,23 @@ func TestReattachAfterRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if head != res.SHA {
-		t.Errorf("re-attached at %s, want the saved commit %s (base was %s)", head, res.SHA, mainHead)
+	if head != sha {
+		t.Errorf("re-attached at %s, want the saved commit %s (base was %s)", head, sha, mainHead)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "work.txt")); err != nil || string(b) != "agent work\n" {
 		t.Errorf("work.txt after re-attach = %q, %v", b, err)
 	}
-	// The remote mirror (refs/heads) never saw the agent's branch.
+	// The saved work lives in the work repository only: the cache (the
+	// remote's mirror, shared by all users) never saw it.
 	if _, err := g.ResolveCommit(ctx, bare, "refs/heads/agent/edits-c1"); !errors.Is(err, grove.ErrNotFound) {
 		t.Errorf("agent branch appeared under refs/heads of the cache: %v", err)
+	}
+	if _, err := g.ResolveCommit(ctx, bare, sha); !errors.Is(err, grove.ErrNotFound) {
+		t.Errorf("saved commit reached the cache: %v", err)
+	}
+	// Without the work repository the same branch starts afresh at base.
+	if head, err := g.CreateWorkspace(ctx, bare, dir+"-nowork", WorkspaceOptions{Branch: "agent/edits-c1", Base: "main"}); err != nil || head != mainHead {
+		t.Errorf("workspace without the work repository at %s, %v; want base %s", head, err, mainHead)
 	}
 }
 
@@ -152,7 +160,7 @@ func TestHooksNeverRunOnHost(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "hook-ran")
 	hook := "#!/bin/sh\necho \"$0\" >> " + marker + "\n"
 	names := []string{"pre-commit", "post-commit", "post-checkout", "commit-msg", "prepare-commit-msg",
-		"reference-transaction", "pre-push", "pre-receive", "post-receive", "update", "post-update"}
+		"reference-transaction", "pre-push", "pre-receive", "post-receive", "update", "post-update", "pre-auto-gc"}
 	plant := func(hooksDir string) {
 		for _, n := range names {
 			p := filepath.Join(hooksDir, n)
@@ -171,25 +179,23 @@ func TestHooksNeverRunOnHost(t *testing.T) {
 
 	g := c.Git
 	ctx := testCtx(t)
+	work := workRepo(t, g, bare, "u")
+	plant(filepath.Join(work, "hooks"))
+	testGit(t, "", "--git-dir="+work, "config", "core.hooksPath", filepath.Join(work, "hooks"))
 	dir := filepath.Join(WorkspacesDir(CacheDir(c.Root, remote.ID)), "hooks")
-	if _, err := g.CreateWorkspace(ctx, bare, dir, WorkspaceOptions{Branch: "agent/hooks", Base: "main"}); err != nil {
+	if _, err := g.CreateWorkspace(ctx, bare, dir, WorkspaceOptions{Branch: "agent/hooks", Base: "main", WorkRepo: work}); err != nil {
 		t.Fatal(err)
 	}
 	plant(filepath.Join(dir, ".git", "hooks"))
-	// Even a hooksPath set in the workspace's own config is overridden.
 	testGit(t, dir, "config", "core.hooksPath", filepath.Join(dir, ".git", "hooks"))
 
 	writeFile(t, filepath.Join(dir, "x.txt"), "x\n")
-	if _, err := g.Commit(ctx, dir, grove.CommitRequest{Message: "x"}, Identity{}); err != nil {
+	commitAll(t, dir, "x") // the fixture's own commit runs no hook
+	saveBranch(t, g, work, dir, "agent/hooks")
+	if _, err := g.PushWork(ctx, work, pushTarget, "agent/hooks", "", PushOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Push(ctx, dir, pushTarget, "agent/hooks", PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.SaveBranch(ctx, bare, dir, "agent/hooks"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.CreateWorkspace(ctx, bare, dir+"2", WorkspaceOptions{Branch: "agent/hooks"}); err != nil {
+	if _, err := g.CreateWorkspace(ctx, bare, dir+"2", WorkspaceOptions{Branch: "agent/hooks", WorkRepo: work}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {

@@ -7,26 +7,16 @@ import (
 	"testing"
 )
 
-func TestSnapshotName(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ok   bool
-	}{
-		{"ws_0123456789abcdef", true},
-		{"A_z_9", true},
-		{strings.Repeat("a", 64), true},
-		{strings.Repeat("a", 65), false},
-		{"", false},
-		{"a/b", false},
-		{"..", false},
-		{"-x", false},
-		{"a b", false},
-		{"a.lock", false},
-		{"é", false},
-	} {
-		if got := SnapshotName(tc.name); got != tc.ok {
-			t.Errorf("SnapshotName(%q) = %v, want %v", tc.name, got, tc.ok)
-		}
+func TestSnapshotKey(t *testing.T) {
+	a, b := SnapshotKey("alice|p|github.com|o/r|edit|c1"), SnapshotKey("alice|p|github.com|o/r|edit|c2")
+	if a == b {
+		t.Fatal("two workspace keys share a snapshot name")
+	}
+	if a != SnapshotKey("alice|p|github.com|o/r|edit|c1") {
+		t.Fatal("a key's snapshot name is not stable")
+	}
+	if err := ValidateRef(SavedPrefix + a); err != nil || strings.ContainsAny(a, "/.") {
+		t.Fatalf("snapshot name %q is not a plain ref component: %v", a, err)
 	}
 }
 

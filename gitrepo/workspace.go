@@ -123,6 +123,16 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 	if err != nil {
 		return "", err
 	}
+	if opt.Branch != "" {
+		// The branch's upstream is its namesake on origin, as a push from
+		// Grove makes it. Set here, before any sandbox sees the workspace:
+		// inside one, .git/config is read-only.
+		for _, kv := range [][2]string{{"remote", "origin"}, {"merge", "refs/heads/" + opt.Branch}} {
+			if _, err := g.run(ctx, call{args: []string{"config", "--local", "--", "branch." + opt.Branch + "." + kv[0], kv[1]}, dir: tmp, env: env}); err != nil {
+				return "", err
+			}
+		}
+	}
 	if err := g.dropCloneBranch(ctx, barePath, tmp, opt.Branch); err != nil {
 		return "", err
 	}

@@ -156,8 +156,10 @@ func Inspect(ctx context.Context, x Execer, id string) (Info, error) {
 }
 
 // SetUpstream records in the workspace what a push from Grove's copy put on
-// the remote, so the agent's own git shows ahead/behind. It is a courtesy
-// to the agent: its failure is reported, never fatal to the push.
+// the remote — the tracking ref origin/<branch>; the branch's upstream
+// config was set when the workspace was made — so the agent's own git
+// shows ahead/behind. It is a courtesy to the agent: its failure is
+// reported, never fatal to the push.
 func SetUpstream(ctx context.Context, x Execer, id, branch, sha string) error {
 	if err := gitrepo.ValidateBranch(branch); err != nil {
 		return err
@@ -165,10 +167,7 @@ func SetUpstream(ctx context.Context, x Execer, id, branch, sha string) error {
 	if !gitrepo.IsCommitID(sha) {
 		return grove.Errorf(grove.ErrInvalid, "%q is not a commit id", sha)
 	}
-	script := `set -e
-git update-ref -m "grove push" --end-of-options "refs/remotes/origin/$1" "$2"
-git config --local "branch.$1.remote" origin
-git config --local "branch.$1.merge" "refs/heads/$1"`
+	script := `git update-ref -m "grove push" --end-of-options "refs/remotes/origin/$1" "$2"`
 	env := gitEnv()
 	_, err := run(ctx, x, id, grove.ExecRequest{Argv: []string{"sh", "-c", script, "grove-upstream", branch, sha}, Env: env, Class: grove.ClassWrite})
 	return err

@@ -52,7 +52,12 @@ func (c *cli) serveCmd() *cobra.Command {
 			defer ts.Close()
 			logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
 			h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: &auth.Keys{Store: ks}, Logger: logger, MaxExecPerUser: maxExec,
-				Ready: func(ctx context.Context) error { _, err := a.svc.ListRepos(ctx); return err }})
+				Ready: func(ctx context.Context) error {
+					if _, err := a.svc.ListRepos(ctx); err != nil {
+						return err
+					}
+					return a.engine.Ready(ctx) // the disk has Grove's reserve
+				}})
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return grove.Errorf(grove.ErrUnavailable, "listen on %s: %v", addr, err)

@@ -25,6 +25,10 @@ type config struct {
 	Image           string        // GROVE_IMAGE: agent image for the docker runtime (default: built by grove image build)
 	Locks           string        // GROVE_LOCKS: file (default, flock under the root) | local | a postgres:// DSN | a redis:// URL
 	Store           string        // GROVE_STORE: sqlite (default: <root>/grove.db) | a postgres:// DSN shared by several processes
+	WorkspaceQuota  int64         // GROVE_WORKSPACE_QUOTA: bytes one workspace may take (0: 10 GiB, -1: none)
+	UserQuota       int64         // GROVE_USER_QUOTA: bytes one user's workspaces may take (0: 50 GiB, -1: none)
+	DiskReserve     uint64        // GROVE_DISK_RESERVE: free bytes kept for Grove itself (0: 1 GiB)
+	PinsPerUser     int           // GROVE_PINS_PER_USER: pinned workspaces per user (0: 10)
 	JSON            bool
 	Quiet           bool
 }
@@ -67,6 +71,10 @@ func loadConfig() config {
 		Store:           os.Getenv("GROVE_STORE"),
 		Locks:           os.Getenv("GROVE_LOCKS"),
 	}
+	c.WorkspaceQuota, _ = strconv.ParseInt(os.Getenv("GROVE_WORKSPACE_QUOTA"), 10, 64)
+	c.UserQuota, _ = strconv.ParseInt(os.Getenv("GROVE_USER_QUOTA"), 10, 64)
+	c.DiskReserve, _ = strconv.ParseUint(os.Getenv("GROVE_DISK_RESERVE"), 10, 64)
+	c.PinsPerUser, _ = strconv.Atoi(os.Getenv("GROVE_PINS_PER_USER"))
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.Freshness = d

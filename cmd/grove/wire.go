@@ -82,7 +82,11 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		BaseURL:               cfg.BaseURL,
 		AllowUnisolatedWrites: cfg.AllowUnisolated,
 		Network:               driver.NetworkMode(cfg.Network),
-		Logger:                logger,
+		Disk: engine.DiskPolicy{
+			WorkspaceQuota: cfg.WorkspaceQuota, UserQuota: cfg.UserQuota,
+			Reserve: cfg.DiskReserve, PinsPerUser: cfg.PinsPerUser, Root: cfg.Root,
+		},
+		Logger: logger,
 	})
 	if err != nil {
 		closeLocks()

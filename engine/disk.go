@@ -35,6 +35,10 @@ type DiskPolicy struct {
 	// PinsPerUser bounds how many workspaces one user may pin (pinned
 	// ones are never evicted). 0 means 10.
 	PinsPerUser int
+	// WorkspacesPerUser bounds how many workspaces one user may hold
+	// (each costs a checkout and, once used, open descriptors). 0 means
+	// 100; negative disables it.
+	WorkspacesPerUser int
 	// Root is the filesystem whose free space counts.
 	Root string
 	// FreeBytes measures free space; nil uses statfs(Root). Tests inject it.
@@ -57,6 +61,9 @@ func (p *DiskPolicy) defaults() {
 	}
 	if p.PinsPerUser == 0 {
 		p.PinsPerUser = 10
+	}
+	if p.WorkspacesPerUser == 0 {
+		p.WorkspacesPerUser = 100
 	}
 	if p.Interval <= 0 {
 		p.Interval = 250 * time.Millisecond
@@ -134,15 +141,18 @@ func (e *Engine) checkWrite(ctx context.Context, ws *grove.Workspace, n int64) e
 	return e.overQuota(ctx, ws)
 }
 
-// checkUserQuota refuses a new workspace for a user whose workspaces
-// already take their share.
+// checkUserQuota refuses a new workspace for a user who already holds as
+// many as allowed, or whose workspaces already take their disk share.
 func (e *Engine) checkUserQuota(ctx context.Context, user string) error {
-	if e.disk.UserQuota < 0 {
-		return nil
-	}
 	wss, err := e.store.ListWorkspaces(ctx, store.WorkspaceFilter{User: user})
 	if err != nil {
 		return err
+	}
+	if n := e.disk.WorkspacesPerUser; n >= 0 && len(wss) >= n {
+		return grove.Errorf(grove.ErrResourceLimit, "you hold %d workspaces, the most allowed; destroy some before acquiring more", len(wss))
+	}
+	if e.disk.UserQuota < 0 {
+		return nil
 	}
 	var total int64
 	for _, ws := range wss {

@@ -161,3 +161,23 @@ func TestPressureTakesFromTheConsumerFirst(t *testing.T) {
 		t.Fatalf("innocent pinned work was touched: %v", err)
 	}
 }
+
+// Workspaces per user are bounded; another user is not affected.
+func TestWorkspacesPerUserBounded(t *testing.T) {
+	f := newFixture(t, fixtureOpt{disk: engine.DiskPolicy{WorkspacesPerUser: 2}})
+	src := sourceRepo(t)
+	for i := 0; i < 2; i++ {
+		if _, _, err := f.eng.Acquire(bg, editReq(src, fmt.Sprint("c", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := f.eng.Acquire(bg, editReq(src, "c2")); !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("a workspace past the per-user bound: %v", err)
+	}
+	if _, _, err := f.eng.Acquire(bg, editReq(src, "c0")); err != nil {
+		t.Fatalf("re-acquiring one's own workspace at the bound: %v", err)
+	}
+	if _, _, err := f.eng.Acquire(bg, grove.AcquireRequest{Repo: src, User: "bob", Project: "p1", Mode: grove.ModeEdit, Conversation: "c2"}); err != nil {
+		t.Fatalf("another user at alice's bound: %v", err)
+	}
+}

@@ -74,6 +74,7 @@ func (c *cli) runBench(ctx context.Context, o benchOpts) error {
 	defer os.RemoveAll(root)
 	cfg := c.cfg
 	cfg.Root = root
+	cfg.WorkspacesPer = -1 // the benchmark acquires as many as it is told to
 	a, err := openEngine(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ type config struct {
 	UserQuota       int64         // GROVE_USER_QUOTA: bytes one user's workspaces may take (0: 50 GiB, -1: none)
 	DiskReserve     uint64        // GROVE_DISK_RESERVE: free bytes kept for Grove itself (0: 1 GiB)
 	PinsPerUser     int           // GROVE_PINS_PER_USER: pinned workspaces per user (0: 10)
+	WorkspacesPer   int           // GROVE_WORKSPACES_PER_USER: workspaces per user (0: 100, -1: none)
 	JSON            bool
 	Quiet           bool
 }
@@ -75,6 +76,7 @@ func loadConfig() config {
 	c.UserQuota, _ = strconv.ParseInt(os.Getenv("GROVE_USER_QUOTA"), 10, 64)
 	c.DiskReserve, _ = strconv.ParseUint(os.Getenv("GROVE_DISK_RESERVE"), 10, 64)
 	c.PinsPerUser, _ = strconv.Atoi(os.Getenv("GROVE_PINS_PER_USER"))
+	c.WorkspacesPer, _ = strconv.Atoi(os.Getenv("GROVE_WORKSPACES_PER_USER"))
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.Freshness = d

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/wire"
 )
 
 // exec runs a command. With Accept: text/event-stream the output streams as
@@ -43,7 +44,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, 200, ExecResponseOf(res))
+		writeJSON(w, 200, wire.ExecResponseOf(res))
 		return nil
 	}
 	flusher, ok := w.(http.Flusher)
@@ -76,7 +77,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		_ = sse.event("error", errorBody(err, requestID(r.Context())))
 		return nil
 	}
-	_ = sse.event("exit", ExecResponseOf(res))
+	_ = sse.event("exit", wire.ExecResponseOf(res))
 	return nil
 }
 

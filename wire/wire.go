@@ -17,7 +17,7 @@ import (
 type AcquireBody struct {
 	Repo         string     `json:"repo"`
 	Project      string     `json:"project"`
-	Mode         grove.Mode `json:"mode"`
+	Mode         grove.Mode `json:"mode,omitempty"` // empty: inferred, see grove.InferMode
 	Conversation string     `json:"conversation,omitempty"`
 	Task         string     `json:"task,omitempty"`
 	Ref          string     `json:"ref,omitempty"`

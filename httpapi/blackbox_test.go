@@ -1,0 +1,140 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/grove-dev/grove/engine"
+	"github.com/grove-dev/grove/httpapi"
+)
+
+func TestAcquireInfersMode(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	cases := []struct {
+		name   string
+		body   map[string]any
+		status int
+		mode   string
+	}{
+		{"conversation is edit", map[string]any{"conversation": "c1"}, 201, "edit"},
+		{"task is task", map[string]any{"task": "t1"}, 201, "task"},
+		{"ref only is analysis", map[string]any{"ref": "main"}, 201, "analysis"},
+		{"nothing is analysis", map[string]any{}, 201, "analysis"},
+		{"both is ambiguous", map[string]any{"conversation": "c2", "task": "t2"}, 400, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.body["repo"], tc.body["project"] = f.repo, "p"
+			r := f.do(t, f.alice, "POST", "/v1/workspaces", tc.body)
+			if r.status != tc.status {
+				t.Fatalf("%d %s, want %d", r.status, r.body, tc.status)
+			}
+			if tc.status == 400 {
+				if c := r.errCode(t); c != "E_INVALID_ARGUMENT" {
+					t.Fatalf("code %s", c)
+				}
+				return
+			}
+			var ws struct{ Mode string }
+			json.Unmarshal(r.body, &ws)
+			if ws.Mode != tc.mode {
+				t.Fatalf("mode %q, want %q", ws.Mode, tc.mode)
+			}
+		})
+	}
+}
+
+// The JSON body cap (1 MiB) must not apply to raw file uploads, whose
+// documented limit is MaxFileBytes (32 MiB by default).
+func TestPutFileOverJSONBodyLimit(t *testing.T) {
+	f := newFixture(t, httpapi.Options{MaxFileBytes: 4 << 20})
+	id := f.acquire(t, f.alice, "big")
+	big := bytes.Repeat([]byte("0123456789abcde\n"), (2<<20)/16)
+	if r := f.do(t, f.alice, "PUT", "/v1/workspaces/"+id+"/files/big.txt", big); r.status != 204 {
+		t.Fatalf("PUT 2 MiB: %d %s", r.status, r.body)
+	}
+	r := f.do(t, f.alice, "GET", "/v1/workspaces/"+id+"/files/big.txt", nil)
+	if r.status != 200 || !bytes.Equal(r.body, big) {
+		t.Fatalf("GET: %d, %d bytes", r.status, len(r.body))
+	}
+	over := bytes.Repeat([]byte("x"), 5<<20)
+	if r := f.do(t, f.alice, "PUT", "/v1/workspaces/"+id+"/files/over.txt", over); r.status != 413 || r.errCode(t) != "E_TOO_LARGE" {
+		t.Fatalf("PUT 5 MiB: %d %s", r.status, r.body)
+	}
+	// JSON bodies keep their own cap.
+	if r := f.do(t, f.alice, "POST", "/v1/workspaces/"+id+"/exec", `{"shell":"`+string(bytes.Repeat([]byte("x"), 2<<20))+`"}`); r.status != 413 {
+		t.Fatalf("2 MiB JSON: %d %.200s", r.status, r.body)
+	}
+}
+
+// RFC 7235: the auth scheme is case-insensitive.
+func TestAuthSchemeCaseInsensitive(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		r := f.do(t, "", "GET", "/v1/workspaces", nil, "Authorization", scheme+" "+f.alice)
+		if r.status != 200 {
+			t.Errorf("%s: %d %s", scheme, r.status, r.body)
+		}
+	}
+	for _, h := range []string{"Basic " + f.alice, "Bearer", "Bearer ", f.alice} {
+		if r := f.do(t, "", "GET", "/v1/workspaces", nil, "Authorization", h); r.status != 401 {
+			t.Errorf("%q: %d %s", h, r.status, r.body)
+		}
+	}
+}
+
+// tokenGitServer serves bare repositories under root over smart HTTP,
+// only to Basic auth whose password is token.
+func tokenGitServer(t *testing.T, root, token string) *httptest.Server {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git is required: %v", err)
+	}
+	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Env: []string{
+		"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pw, ok := r.BasicAuth(); !ok || pw != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// X-Git-Token is documented for every call that reaches the git host,
+// including the clone behind POST /v1/workspaces and POST /v1/repos.
+func TestGitTokenHeaderClones(t *testing.T) {
+	const token = "ghs_headertoken0123456789"
+	root := t.TempDir()
+	src := sourceRepo(t)
+	if out, err := exec.Command("git", "clone", "-q", "--bare", src, filepath.Join(root, "octo", "hello.git")).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	git := tokenGitServer(t, root, token)
+	f := newFixtureWith(t, httpapi.Options{}, func(c *engine.Config) { c.BaseURL = git.URL })
+
+	// Without a token the host refuses: the header is what makes it work.
+	if r := f.do(t, f.alice, "POST", "/v1/repos", map[string]any{"repo": "octo/hello"}); r.status != 502 || r.errCode(t) != "E_AUTH_FAILED" {
+		t.Fatalf("no token: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, f.alice, "POST", "/v1/repos", map[string]any{"repo": "octo/hello", "refresh": true}, "X-Git-Token", token); r.status != 200 {
+		t.Fatalf("ensure with X-Git-Token: %d %s", r.status, r.body)
+	}
+	r := f.do(t, f.alice, "POST", "/v1/workspaces", map[string]any{"repo": "octo/hello", "project": "p", "conversation": "c", "refresh": true}, "X-Git-Token", token)
+	if r.status != 201 {
+		t.Fatalf("acquire with X-Git-Token: %d %s", r.status, r.body)
+	}
+	if bytes.Contains(r.body, []byte(token)) {
+		t.Fatal("token in response")
+	}
+}

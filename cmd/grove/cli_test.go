@@ -179,3 +179,34 @@ func TestEvictPassReportsAsJSON(t *testing.T) {
 		t.Fatalf("workspace still listed: %s", out)
 	}
 }
+
+// Usage mistakes are the caller's, not internal errors.
+func TestUsageErrorsAreInvalidArgument(t *testing.T) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	for _, args := range [][]string{
+		{"repo", "ensure", "-oops/x"},
+		{"bogus"},
+		{"repo", "bogus"},
+		{"ws", "acquire"},                 // a required flag missing
+		{"ws", "show"},                    // an argument missing
+		{"keys", "create", "--nope", "u"}, // an unknown long flag
+	} {
+		r := e.run("", args...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code == 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "grove: E_INVALID_ARGUMENT: ") {
+			t.Errorf("grove %v: exit %d, stderr %q; want one E_INVALID_ARGUMENT line", args, r.code, r.stderr)
+		}
+	}
+}
+
+// The README's first server step runs on a machine with no data root yet.
+func TestKeysCreateMakesTheRoot(t *testing.T) {
+	e := &cliEnv{t: t, root: filepath.Join(t.TempDir(), "not", "yet")}
+	out := e.ok("", "keys", "create", "--user", "alice")
+	if !strings.HasPrefix(strings.TrimSpace(out), "grove_") {
+		t.Fatalf("keys create printed %q", out)
+	}
+	if fi, err := os.Stat(e.root); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("root: %v %v", fi, err)
+	}
+}

@@ -124,6 +124,10 @@ func openStore(ctx context.Context, cfg config) (keyedStore, error) {
 	// Each case returns nil, not a typed nil pointer, on failure.
 	switch dsn := cfg.Store; {
 	case dsn == "" || dsn == "sqlite":
+		// The first command on a new machine may be "grove keys create".
+		if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+			return nil, err
+		}
 		st, err := sqlite.Open(ctx, filepath.Join(cfg.Root, "grove.db"))
 		if err != nil {
 			return nil, err

@@ -2,13 +2,18 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/httpapi"
@@ -136,5 +141,70 @@ func TestGitTokenHeaderClones(t *testing.T) {
 	}
 	if bytes.Contains(r.body, []byte(token)) {
 		t.Fatal("token in response")
+	}
+}
+
+// syncBuffer is a log destination the server writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A client that goes away is not a server error: the access log says 499
+// and nothing is logged at ERROR.
+func TestClientDisconnectIsCancellation(t *testing.T) {
+	var logs syncBuffer
+	f := newFixture(t, httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	id := f.acquire(t, f.alice, "gone")
+	for _, tc := range []struct{ path, body string }{
+		{"/exec", `{"shell":"sleep 5"}`},
+		{"/tools/run_command", `{"command":"sleep 5"}`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", f.srv.URL+"/v1/workspaces/"+id+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+f.alice)
+			req.Header.Set("X-Request-Id", "gone"+strings.ReplaceAll(tc.path, "/", "-"))
+			if res, err := f.srv.Client().Do(req); err == nil {
+				res.Body.Close()
+				t.Fatalf("request finished: %d", res.StatusCode)
+			}
+			want := "request_id=gone" + strings.ReplaceAll(tc.path, "/", "-")
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				var access string
+				for _, l := range strings.Split(logs.String(), "\n") {
+					if strings.Contains(l, want) && strings.Contains(l, "msg=http ") {
+						access = l
+					}
+				}
+				if access != "" {
+					if !strings.Contains(access, "status=499") {
+						t.Fatalf("access log: %s", access)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no access log line for %s:\n%s", want, logs.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("a disconnect was logged as an error:\n%s", logs.String())
 	}
 }

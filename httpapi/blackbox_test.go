@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/client"
 	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/tools"
 )
 
 func TestAcquireInfersMode(t *testing.T) {
@@ -206,5 +209,47 @@ func TestClientDisconnectIsCancellation(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Fatalf("a disconnect was logged as an error:\n%s", logs.String())
+	}
+}
+
+// A timeout over the server's cap is lowered to the cap, and the result
+// says so; it is not refused. The tool catalog running against the server
+// through the Go client (grove mcp --server) relies on it.
+func TestExecTimeoutIsCapped(t *testing.T) {
+	f := newFixture(t, httpapi.Options{MaxTimeout: 3 * time.Second})
+	id := f.acquire(t, f.alice, "cap")
+	r := f.do(t, f.alice, "POST", "/v1/workspaces/"+id+"/exec", map[string]any{"shell": "echo hi", "timeout_ms": 3_600_000})
+	var res httpapi.ExecResponse
+	json.Unmarshal(r.body, &res)
+	if r.status != 200 || res.Stdout != "hi\n" || res.TimeoutCappedMS != 3000 {
+		t.Fatalf("exec over the cap: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, f.alice, "POST", "/v1/workspaces/"+id+"/exec", map[string]any{"shell": "sleep 10", "timeout_ms": 999999999999}); r.status != 200 || !bytes.Contains(r.body, []byte(`"timed_out":true`)) {
+		t.Fatalf("exec far over the cap: %d %s", r.status, r.body)
+	}
+	ctx := context.Background()
+	c := client.New(f.srv.URL, f.alice, f.srv.Client())
+	sres, err := c.ExecStream(ctx, id, grove.ExecRequest{Shell: "true", Timeout: time.Hour}, func(grove.Chunk) error { return nil })
+	if err != nil || sres.CappedTimeout != 3*time.Second {
+		t.Fatalf("stream over the cap: %+v %v", sres, err)
+	}
+
+	ts := tools.New(tools.Options{})
+	t.Cleanup(ts.Close)
+	out, err := ts.Call(ctx, c, id, "run_command", json.RawMessage(`{"command":"echo fine","timeout_s":3600}`), nil)
+	if err != nil || !strings.Contains(out.Text, "fine") || !strings.Contains(out.Text, "timeout_s 3") {
+		t.Fatalf("run_command timeout_s 3600 over a 3 s server: %v\n%v", err, out)
+	}
+	out, err = ts.Call(ctx, c, id, "run_command", json.RawMessage(`{"command":"sleep 1; echo done","background":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := out.Structured.(tools.RunCommandOutput).ProcessID
+	out, err = ts.Call(ctx, c, id, "process_io", json.RawMessage(`{"process_id":"`+pid+`","wait_ms":10000}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := out.Structured.(tools.ProcessIOOutput); p.Running || p.ExitCode == nil || *p.ExitCode != 0 || !strings.Contains(p.Stdout, "done") {
+		t.Fatalf("background command: %+v", p)
 	}
 }

@@ -25,8 +25,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 	if b.TimeoutMS < 0 {
 		return grove.Errorf(grove.ErrInvalid, "timeout_ms must not be negative")
 	}
-	if time.Duration(b.TimeoutMS)*time.Millisecond > s.opt.MaxTimeout || b.TimeoutMS > int64(s.opt.MaxTimeout/time.Millisecond) {
-		return grove.Errorf(grove.ErrInvalid, "timeout_ms is over this server's cap of %d", s.opt.MaxTimeout.Milliseconds())
+	// A timeout over the cap is lowered to it, and the result says so: a
+	// client asking for long work should get it bounded, not refused.
+	var capped time.Duration
+	if b.TimeoutMS > s.opt.MaxTimeout.Milliseconds() {
+		b.TimeoutMS, capped = s.opt.MaxTimeout.Milliseconds(), s.opt.MaxTimeout
 	}
 	id := r.PathValue("id")
 	// Ownership first, so another user's id is 404 even when the caller's
@@ -44,6 +47,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		if err != nil {
 			return err
 		}
+		res.CappedTimeout = capped
 		writeJSON(w, 200, wire.ExecResponseOf(res))
 		return nil
 	}
@@ -77,6 +81,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		_ = sse.event("error", errorBody(err, requestID(r.Context())))
 		return nil
 	}
+	res.CappedTimeout = capped
 	_ = sse.event("exit", wire.ExecResponseOf(res))
 	return nil
 }

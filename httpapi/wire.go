@@ -22,4 +22,3 @@ type (
 	PullRequestBody = wire.PullRequestBody
 	PullCommentBody = wire.PullCommentBody
 )
-

@@ -115,7 +115,7 @@ func testCommand(fw, path, filter string) (string, error) {
 }
 
 func runTests(ctx context.Context, c *call, in RunTestsInput) (RunTestsOutput, string, error) {
-	timeout, err := commandTimeout(in.TimeoutS)
+	timeout, _, err := commandTimeout(in.TimeoutS)
 	if err != nil {
 		return RunTestsOutput{}, "", err
 	}

@@ -76,18 +76,22 @@ type ExecResponse struct {
 	StdoutOmitted int64  `json:"stdout_omitted,omitempty"`
 	StderrOmitted int64  `json:"stderr_omitted,omitempty"`
 	DurationMS    int64  `json:"duration_ms"`
+	// TimeoutCappedMS is set when timeout_ms was over the server's cap:
+	// the command ran under this timeout instead of being refused.
+	TimeoutCappedMS int64 `json:"timeout_capped_ms,omitempty"`
 }
 
 // ExecResponseOf converts a result for the wire.
 func ExecResponseOf(r *grove.ExecResult) ExecResponse {
 	return ExecResponse{ExitCode: r.ExitCode, Stdout: string(r.Stdout), Stderr: string(r.Stderr), TimedOut: r.TimedOut, Truncated: r.Truncated,
-		StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted, DurationMS: r.Duration.Milliseconds()}
+		StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted, DurationMS: r.Duration.Milliseconds(), TimeoutCappedMS: r.CappedTimeout.Milliseconds()}
 }
 
 // Result converts back, for the client.
 func (e ExecResponse) Result() *grove.ExecResult {
 	return &grove.ExecResult{ExitCode: e.ExitCode, Stdout: []byte(e.Stdout), Stderr: []byte(e.Stderr), TimedOut: e.TimedOut, Truncated: e.Truncated,
-		StdoutOmitted: e.StdoutOmitted, StderrOmitted: e.StderrOmitted, Duration: time.Duration(e.DurationMS) * time.Millisecond}
+		StdoutOmitted: e.StdoutOmitted, StderrOmitted: e.StderrOmitted, Duration: time.Duration(e.DurationMS) * time.Millisecond,
+		CappedTimeout: time.Duration(e.TimeoutCappedMS) * time.Millisecond}
 }
 
 // ChunkEvent is the data of the SSE "stdout" and "stderr" events.

@@ -253,3 +253,27 @@ func TestExecTimeoutIsCapped(t *testing.T) {
 		t.Fatalf("background command: %+v", p)
 	}
 }
+
+// read_file refuses offsets and limits below 1, and the schema says so.
+func TestReadFileRefusesBadOffsets(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	id := f.acquire(t, f.alice, "offsets")
+	for _, in := range []string{`{"path":"README.md","offset":-1}`, `{"path":"README.md","offset":0}`, `{"path":"README.md","limit":-1}`, `{"path":"README.md","limit":0}`} {
+		if r := f.do(t, f.alice, "POST", "/v1/workspaces/"+id+"/tools/read_file", in); r.status != 400 || r.errCode(t) != "E_INVALID_ARGUMENT" {
+			t.Errorf("%s: %d %s", in, r.status, r.body)
+		}
+	}
+	if r := f.do(t, f.alice, "POST", "/v1/workspaces/"+id+"/tools/read_file", `{"path":"README.md","offset":2,"limit":1}`); r.status != 200 || !bytes.Contains(r.body, []byte("world")) {
+		t.Errorf("valid offset: %d %s", r.status, r.body)
+	}
+	rf, _ := tools.New(tools.Options{}).Lookup("read_file")
+	for _, p := range []string{"offset", "limit"} {
+		if m := rf.InputSchema.Properties[p].Minimum; m == nil || *m != 1 {
+			t.Errorf("read_file schema: %s has minimum %v, want 1", p, m)
+		}
+	}
+	rc, _ := tools.New(tools.Options{}).Lookup("run_command")
+	if m := rc.InputSchema.Properties["timeout_s"].Minimum; m == nil || *m != 0 {
+		t.Errorf("run_command schema: timeout_s has minimum %v, want 0", m)
+	}
+}

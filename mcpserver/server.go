@@ -65,7 +65,33 @@ func NewServer(svc grove.Service, opt Options) *mcp.Server {
 		}
 		addTool(s, svc, opt, t, bound)
 	}
+	if !writable {
+		s.AddReceivingMiddleware(refuseWriteTools(opt.Tools))
+	}
 	return s
+}
+
+// refuseWriteTools answers a call to a write tool that a read-only
+// workspace does not list the way every other transport does — a tool
+// error E_READ_ONLY_WORKSPACE — rather than the protocol's "unknown tool",
+// which would send the agent looking for a typo.
+func refuseWriteTools(ts *tools.Toolset) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			if t, ok := ts.Lookup(p.Name); ok && t.Write {
+				return errorResult(&tools.Error{Code: "E_READ_ONLY_WORKSPACE", Msg: "workspace is read-only (analysis mode); " + t.Name + " changes it",
+					Hint: "open an edit or task workspace with workspace_open to make changes", Err: grove.ErrReadOnly}), nil
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 func instructions(bound bool) string {

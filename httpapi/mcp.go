@@ -28,14 +28,14 @@ func (s *Server) mountMCP() {
 			return nil
 		}
 		return mcpserver.NewServer(m.svc, m.opt)
-	}, &mcp.StreamableHTTPOptions{Stateless: true})
+	}, mcpserver.StreamableOptions())
 	serve := func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.authenticate(r)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token}}
+		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token}, CancelWith: r.Context()}
 		if id := r.PathValue("id"); id != "" {
 			ws, err := c.svc.Get(r.Context(), id)
 			if err != nil {

@@ -41,6 +41,12 @@ type Options struct {
 	Caller tools.Caller
 	// Name and Version identify the server to clients.
 	Name, Version string
+	// CancelWith, when set, also cancels every tool call when it ends.
+	// Stateless HTTP sets it to the request's context: the request is the
+	// call's whole life, a client that closed it will never read the
+	// result, and a notifications/cancelled sent on another request cannot
+	// reach this one's session.
+	CancelWith context.Context
 }
 
 // NewServer returns an MCP server exposing the catalog.
@@ -131,6 +137,12 @@ func addTool(s *mcp.Server, svc grove.Service, opt Options, t *tools.Tool, bound
 			OpenWorldHint:   &open,
 		},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if opt.CancelWith != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(opt.CancelWith, cancel)()
+		}
 		args := req.Params.Arguments
 		wsID := opt.WorkspaceID
 		if needsWS {
@@ -224,9 +236,18 @@ func HTTPHandler(svc grove.Service, options func(*http.Request) (Options, error)
 		if !ok {
 			return nil
 		}
+		o.CancelWith = r.Context()
 		return NewServer(svc, o)
-	}, &mcp.StreamableHTTPOptions{Stateless: true})
+	}, StreamableOptions())
 	return h
+}
+
+// StreamableOptions are the streamable HTTP options Grove serves MCP
+// with: stateless, and a call's handler context ends with its request for
+// every protocol version (the SDK's PropagateRequestCancellation covers
+// 2026-07-28 and later; Options.CancelWith covers the older ones).
+func StreamableOptions() *mcp.StreamableHTTPOptions {
+	return &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true}
 }
 
 type httpHandler struct {

@@ -1,0 +1,131 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/grove-dev/grove/httpapi"
+)
+
+// mcpCall posts one JSON-RPC tools/call to path with protocol version v,
+// the way a streamable HTTP client of that version does.
+func mcpCallRequest(ctx context.Context, f *fixture, key, path, v, tool, args string) (*http.Request, error) {
+	meta := ""
+	if v >= "2026-07-28" {
+		meta = fmt.Sprintf(`,"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`, v)
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s%s}}`, tool, args, meta)
+	req, err := http.NewRequestWithContext(ctx, "POST", f.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", v)
+	if v >= "2026-07-28" {
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", tool)
+	}
+	return req, nil
+}
+
+// Closing the HTTP request cancels the MCP tool call, for every protocol
+// version the server accepts, bound and unbound: the command's process
+// group dies and its later effects never happen.
+func TestMCPOverHTTPClosingTheRequestCancelsTheCall(t *testing.T) {
+	f := newFixture(t, httpapi.Options{MaxExecPerUser: 32})
+	type tc struct{ name, ws, path, marker, args string }
+	var cases []tc
+	for _, v := range mcp.SupportedProtocolVersions() {
+		// A workspace each: commands in one workspace run one at a time.
+		for _, bound := range []bool{true, false} {
+			id := f.acquire(t, f.alice, fmt.Sprintf("cancel-%s-%v", v, bound))
+			path := "/v1/mcp"
+			if bound {
+				path = "/v1/workspaces/" + id + "/mcp"
+			}
+			c := tc{name: v + " " + path, ws: id, path: path, marker: "F-" + v}
+			c.args = fmt.Sprintf(`{"command":"sleep 2; touch %s"}`, c.marker)
+			if !bound {
+				c.args = fmt.Sprintf(`{"workspace_id":%q,"command":"sleep 2; touch %s"}`, id, c.marker)
+			}
+			cases = append(cases, c)
+			// The same call left to finish creates the file: the request
+			// is well-formed for this version.
+			req, err := mcpCallRequest(context.Background(), f, f.alice, path, v, "run_command", strings.Replace(c.args, "sleep 2; ", "", 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := f.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || !strings.Contains(string(b), "exit code 0") {
+				t.Fatalf("%s: uncancelled call: %d %s", c.name, res.StatusCode, b)
+			}
+			if r := f.do(t, f.alice, "DELETE", "/v1/workspaces/"+id+"/files/"+c.marker, nil); r.status != 204 {
+				t.Fatalf("%s: marker of the uncancelled call: %d %s", c.name, r.status, r.body)
+			}
+		}
+	}
+	// All at once, each given up by its client after 700 ms.
+	var wg sync.WaitGroup
+	errs := make(chan string, len(cases))
+	for i, c := range cases {
+		v := mcp.SupportedProtocolVersions()[i/2]
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+			defer cancel()
+			req, err := mcpCallRequest(ctx, f, f.alice, c.path, v, "run_command", c.args)
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			if res, err := f.srv.Client().Do(req); err == nil {
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if ctx.Err() == nil {
+					errs <- fmt.Sprintf("%s: call finished before the client gave up: %d %s", c.name, res.StatusCode, b)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	time.Sleep(3 * time.Second)
+	for _, c := range cases {
+		if r := f.do(t, f.alice, "GET", "/v1/workspaces/"+c.ws+"/files/"+c.marker, nil); r.status != 404 {
+			t.Errorf("%s: the cancelled command ran on: %s exists (%d)", c.name, c.marker, r.status)
+		}
+	}
+}
+
+// The SDK's own client: a CallTool whose context ends cancels the command.
+func TestMCPOverHTTPClientCancelStopsTheCommand(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	id := f.acquire(t, f.alice, "sdk-cancel")
+	cs := f.mcpSession(t, f.alice, "/v1/workspaces/"+id+"/mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "sleep 2; touch F"}}); err == nil {
+		t.Fatal("the call outlived its context")
+	}
+	time.Sleep(3 * time.Second)
+	if r := f.do(t, f.alice, "GET", "/v1/workspaces/"+id+"/files/F", nil); r.status != 404 {
+		t.Fatalf("the cancelled command ran on: F exists (%d)", r.status)
+	}
+}

@@ -129,3 +129,32 @@ func TestMCPOverHTTPClientCancelStopsTheCommand(t *testing.T) {
 		t.Fatalf("the cancelled command ran on: F exists (%d)", r.status)
 	}
 }
+
+// Transport errors on the MCP endpoints come in the API's error shape, not
+// as text/plain.
+func TestMCPTransportErrorsAreJSON(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	id := f.acquire(t, f.alice, "mcp-errors")
+	mcpHdr := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	for _, path := range []string{"/v1/mcp", "/v1/workspaces/" + id + "/mcp"} {
+		for _, tc := range []struct {
+			name, method, body string
+			hdr                []string
+			status             int
+			code               string
+		}{
+			{"malformed JSON-RPC", "POST", `{"jsonrpc":`, mcpHdr, 400, "E_INVALID_ARGUMENT"},
+			{"missing Accept", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []string{"Content-Type", "application/json"}, 400, "E_INVALID_ARGUMENT"},
+			{"wrong Content-Type", "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []string{"Content-Type", "text/plain", "Accept", "application/json, text/event-stream"}, 415, "E_INVALID_ARGUMENT"},
+			{"unknown method", "POST", `{"jsonrpc":"2.0","id":1,"method":"no/such"}`, mcpHdr, 400, "E_INVALID_ARGUMENT"},
+			{"GET", "GET", "", nil, 405, "E_NOT_SUPPORTED"},
+		} {
+			t.Run(path+" "+tc.name, func(t *testing.T) {
+				r := f.do(t, f.alice, tc.method, path, tc.body, tc.hdr...)
+				if r.status != tc.status || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || r.errCode(t) != tc.code {
+					t.Fatalf("%d %s %q, want %d %s", r.status, r.header.Get("Content-Type"), r.body, tc.status, tc.code)
+				}
+			})
+		}
+	}
+}

@@ -248,6 +248,9 @@ func TestOpenAPIResponses(t *testing.T) {
 	want(do(f.alice, "POST", "/v1/mcp", init, mcpHdr...), 200)
 	want(do(f.alice, "POST", w+"/mcp", init, mcpHdr...), 200)
 	want(do(f.bob, "POST", w+"/mcp", init, mcpHdr...), 404)
+	want(do(f.alice, "POST", "/v1/mcp", `{"jsonrpc":`, mcpHdr...), 400)
+	want(do(f.alice, "POST", w+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"no/such"}`, mcpHdr...), 400)
+	want(do(f.alice, "POST", w+"/mcp", init, "Content-Type", "application/json"), 400)
 
 	want(do(f.alice, "GET", "/v1/repos", nil), 200)
 	er := map[string]any{"repo": f.repo}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -156,5 +157,42 @@ func TestMCPTransportErrorsAreJSON(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// E_NOT_FOUND hints name what is missing: the workspace, a ref, the
+// remote, or a path — list_dir only for paths.
+func TestNotFoundHintsMatchTheCause(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	id := f.acquire(t, f.alice, "hints")
+	cs := f.mcpSession(t, f.alice, "/v1/mcp")
+	for _, tc := range []struct {
+		name, tool string
+		args       map[string]any
+		want       string
+	}{
+		{"unknown workspace, read tool", "read_file", map[string]any{"workspace_id": "ws_0000000000000000", "path": "README.md"}, "workspace_open"},
+		{"unknown workspace, write tool", "write_file", map[string]any{"workspace_id": "ws_0000000000000000", "path": "x", "content": "x"}, "workspace_open"},
+		{"unknown workspace, git", "git_status", map[string]any{"workspace_id": "ws_0000000000000000"}, "workspace_open"},
+		{"bad base ref", "git_diff", map[string]any{"workspace_id": id, "base_ref": "no-such-ref"}, "base_ref"},
+		{"missing path", "read_file", map[string]any{"workspace_id": id, "path": "READM.md"}, "README.md"},
+	} {
+		isErr, text, _ := call(t, cs, tc.tool, tc.args)
+		if !isErr || !strings.HasPrefix(text, "E_NOT_FOUND") && !strings.HasPrefix(text, "E_INVALID_ARGUMENT") || !strings.Contains(text, "Hint: ") {
+			t.Errorf("%s: isError=%v %s", tc.name, isErr, text)
+			continue
+		}
+		hint := text[strings.Index(text, "Hint: "):]
+		if !strings.Contains(hint, tc.want) || (tc.want != "README.md" && strings.Contains(hint, "list_dir")) {
+			t.Errorf("%s: hint %q, want one mentioning %q", tc.name, hint, tc.want)
+		}
+	}
+	// The remote is gone.
+	if err := os.RemoveAll(f.repo); err != nil {
+		t.Fatal(err)
+	}
+	isErr, text, _ := call(t, cs, "git_push", map[string]any{"workspace_id": id})
+	if !isErr || strings.Contains(text, "list_dir") || !strings.Contains(text, "Hint: ") {
+		t.Errorf("push to a removed remote: isError=%v %s", isErr, text)
 	}
 }

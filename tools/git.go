@@ -79,6 +79,9 @@ func gitDiff(ctx context.Context, c *call, in GitDiffInput) (grove.Diff, string,
 	}
 	d, err := c.svc.Diff(ctx, c.ws, grove.DiffRequest{BaseRef: in.BaseRef, Paths: in.Paths, StagedOnly: in.StagedOnly, StatOnly: in.StatOnly, MaxBytes: in.MaxBytes})
 	if err != nil {
+		if in.BaseRef != "" && (isKind(err, grove.ErrNotFound) || isKind(err, grove.ErrInvalid)) {
+			return grove.Diff{}, "", withHint(err, "base_ref takes a branch (main), a remote branch (origin/main), a tag, a commit SHA or HEAD~N; git_log lists commits")
+		}
 		return grove.Diff{}, "", err
 	}
 	var b strings.Builder
@@ -172,6 +175,9 @@ func gitPush(ctx context.Context, c *call, in GitPushInput) (grove.PushResult, s
 	if err != nil {
 		if isKind(err, grove.ErrConflict) {
 			return grove.PushResult{}, "", withHint(err, "the remote branch has commits you do not have; fetch and rebase with run_command, then push with force_with_lease=true")
+		}
+		if isKind(err, grove.ErrNotFound) {
+			return grove.PushResult{}, "", withHint(err, "the remote repository was not found: it may have been moved, renamed or deleted, or the credential cannot see it; tell the user")
 		}
 		return grove.PushResult{}, "", err
 	}

@@ -137,7 +137,7 @@ func (ts *Toolset) Call(ctx context.Context, svc grove.Service, workspaceID, nam
 		if t.Write {
 			ws, err := svc.Get(ctx, workspaceID)
 			if err != nil {
-				return nil, asError(err)
+				return nil, asError(workspaceNotFound(ctx, svc, workspaceID, err))
 			}
 			if err := ws.RequireWritable(); err != nil {
 				return nil, asError(err)
@@ -146,6 +146,9 @@ func (ts *Toolset) Call(ctx context.Context, svc grove.Service, workspaceID, nam
 	}
 	res, err := t.Handler(ctx, svc, workspaceID, input, progress)
 	if err != nil {
+		if !t.Unbound {
+			err = workspaceNotFound(ctx, svc, workspaceID, err)
+		}
 		return nil, asError(err)
 	}
 	return res, nil

@@ -88,17 +88,22 @@ func (g *Git) Status(ctx context.Context, dir string) (*grove.Status, error) {
 // rather than the working tree. The patch is cut at MaxBytes (default
 // 1 MiB) with Truncated set.
 func (g *Git) Diff(ctx context.Context, dir string, req grove.DiffRequest) (*grove.Diff, error) {
-	if req.BaseRef != "" {
-		if err := ValidateRef(req.BaseRef); err != nil {
-			return nil, err
-		}
-	}
 	if err := checkPaths(req.Paths); err != nil {
 		return nil, err
 	}
-	base := req.BaseRef
-	if base == "" {
-		base = "HEAD"
+	base := "HEAD"
+	if req.BaseRef != "" {
+		var err error
+		if base, err = ResolveRevision(req.BaseRef, func(rev string) (bool, error) {
+			_, err := g.run(ctx, call{args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}, dir: dir, env: workEnv(dir)})
+			var gerr *Error
+			if errors.As(err, &gerr) && gerr.ExitCode == 1 {
+				return false, nil
+			}
+			return err == nil, err
+		}); err != nil {
+			return nil, err
+		}
 	}
 	rev := []string{}
 	if req.StagedOnly {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -194,5 +195,33 @@ func TestNotFoundHintsMatchTheCause(t *testing.T) {
 	isErr, text, _ := call(t, cs, "git_push", map[string]any{"workspace_id": id})
 	if !isErr || strings.Contains(text, "list_dir") || !strings.Contains(text, "Hint: ") {
 		t.Errorf("push to a removed remote: isError=%v %s", isErr, text)
+	}
+}
+
+// git_diff takes the revisions an agent writes: HEAD~N, HEAD^, a branch
+// that exists only as origin/<name>; ranges and options are refused.
+func TestGitDiffRevisions(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	id := f.acquire(t, f.alice, "revs")
+	ws := "/v1/workspaces/" + id
+	if r := f.do(t, f.alice, "PUT", ws+"/files/second.txt", "two\n"); r.status != 204 {
+		t.Fatalf("write: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, f.alice, "POST", ws+"/git/commit", map[string]any{"message": "second"}); r.status != 201 {
+		t.Fatalf("commit: %d %s", r.status, r.body)
+	}
+	for _, base := range []string{"HEAD~1", "HEAD^", "HEAD~", "main", "origin/main", "main~0"} {
+		r := f.do(t, f.alice, "POST", ws+"/tools/git_diff", map[string]any{"base_ref": base})
+		if r.status != 200 || !strings.Contains(string(r.body), "second.txt") {
+			t.Errorf("git_diff base_ref %q: %d %s", base, r.status, r.body)
+		}
+		if r := f.do(t, f.alice, "GET", ws+"/git/diff?base_ref="+url.QueryEscape(base), nil); r.status != 200 || !strings.Contains(string(r.body), "second.txt") {
+			t.Errorf("GET git/diff base_ref %q: %d %s", base, r.status, r.body)
+		}
+	}
+	for base, status := range map[string]int{"-x": 400, "--output=/tmp/pwn": 400, "main..HEAD": 400, "HEAD@{1}": 400, "HEAD^{tree}": 400, "main:README.md": 400, "HEAD~5": 404, "no-such-branch": 404} {
+		if r := f.do(t, f.alice, "POST", ws+"/tools/git_diff", map[string]any{"base_ref": base}); r.status != status {
+			t.Errorf("git_diff base_ref %q: %d %s, want %d", base, r.status, r.body, status)
+		}
 	}
 }

@@ -56,7 +56,7 @@ func gitStatus(ctx context.Context, c *call, _ Empty) (grove.Status, string, err
 func shortSHA(s string) string { return clip(s, 12) }
 
 type GitDiffInput struct {
-	BaseRef    string   `json:"base_ref,omitempty" jsonschema:"compare the working tree with this ref (default: HEAD, i.e. uncommitted changes)"`
+	BaseRef    string   `json:"base_ref,omitempty" jsonschema:"compare the working tree with this commit: a branch (main, or origin/main), a tag, a commit sha, HEAD~N or HEAD^ (default: HEAD, i.e. uncommitted changes); ranges (a..b) are not accepted"`
 	Paths      []string `json:"paths,omitempty" jsonschema:"limit to these paths"`
 	StagedOnly bool     `json:"staged_only,omitempty" jsonschema:"only changes staged in the index"`
 	StatOnly   bool     `json:"stat_only,omitempty" jsonschema:"only the per-file summary, no patch"`

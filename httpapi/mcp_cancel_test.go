@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/httpapi"
 )
 
@@ -223,5 +225,70 @@ func TestGitDiffRevisions(t *testing.T) {
 		if r := f.do(t, f.alice, "POST", ws+"/tools/git_diff", map[string]any{"base_ref": base}); r.status != status {
 			t.Errorf("git_diff base_ref %q: %d %s, want %d", base, r.status, r.body, status)
 		}
+	}
+}
+
+// run_tests finds a runner on the configurable sandbox PATH, and a run
+// that fails before any test is an error, never failed: 0. The "go" here
+// is a stand-in on a directory only GROVE_SANDBOX_PATH (engine
+// SandboxPath) names, so the test needs no toolchain and no compile.
+func TestRunTestsSandboxPathAndEarlyFailure(t *testing.T) {
+	bin := t.TempDir()
+	fakeGo := `#!/bin/sh
+if grep -q undefined m.go 2>/dev/null; then
+  echo '# example.com/m'; echo './m.go:3:17: undefined: undefined'
+  echo '{"Action":"output","Package":"example.com/m","Output":"FAIL\texample.com/m [build failed]\n"}'
+  echo '{"Action":"fail","Package":"example.com/m","Elapsed":0}'
+  exit 1
+fi
+echo '{"Action":"run","Package":"example.com/m","Test":"TestOK"}'
+echo '{"Action":"pass","Package":"example.com/m","Test":"TestOK","Elapsed":0}'
+echo '{"Action":"pass","Package":"example.com/m","Elapsed":0}'
+`
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fakeGo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(f *fixture, ws, path, content string) {
+		t.Helper()
+		if r := f.do(t, f.alice, "PUT", ws+"/files/"+path, content); r.status != 204 {
+			t.Fatalf("write %s: %d %s", path, r.status, r.body)
+		}
+	}
+	setup := func(f *fixture, conv string) string {
+		ws := "/v1/workspaces/" + f.acquire(t, f.alice, conv)
+		write(f, ws, "go.mod", "module example.com/m\n\ngo 1.21\n")
+		write(f, ws, "m_test.go", "package m\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n")
+		return ws
+	}
+
+	// A PATH without the runner: E_NOT_INSTALLED, naming the setting.
+	plain := newFixtureWith(t, httpapi.Options{}, func(c *engine.Config) { c.SandboxPath = "/usr/bin:/bin" })
+	ws := setup(plain, "nopath")
+	r := plain.do(t, plain.alice, "POST", ws+"/tools/run_tests", map[string]any{"framework": "go"})
+	if r.status == 200 || r.errCode(t) != "E_NOT_INSTALLED" || !strings.Contains(string(r.body), "GROVE_SANDBOX_PATH") {
+		t.Fatalf("go not on PATH: %d %s", r.status, r.body)
+	}
+
+	f := newFixtureWith(t, httpapi.Options{}, func(c *engine.Config) { c.SandboxPath = bin + ":/usr/bin:/bin" })
+	ws = setup(f, "gopath")
+	r = f.do(t, f.alice, "POST", ws+"/tools/run_tests", map[string]any{"framework": "go"})
+	if r.status != 200 || !strings.Contains(string(r.body), `"passed":1`) {
+		t.Fatalf("go on the sandbox PATH: %d %s", r.status, r.body)
+	}
+	for _, path := range []string{"/exec", "/tools/run_command"} {
+		body := map[string]any{"shell": "echo $PATH"}
+		if path != "/exec" {
+			body = map[string]any{"command": "echo $PATH"}
+		}
+		if r := f.do(t, f.alice, "POST", ws+path, body); !strings.Contains(string(r.body), bin) {
+			t.Errorf("%s PATH: %s", path, r.body)
+		}
+	}
+	// A compile error fails the run before any test: an error, not a
+	// result with failed: 0.
+	write(f, ws, "m.go", "package m\n\nfunc broken() { undefined() }\n")
+	r = f.do(t, f.alice, "POST", ws+"/tools/run_tests", map[string]any{"framework": "go"})
+	if r.status == 200 || r.errCode(t) != "E_TEST_RUN_FAILED" || !strings.Contains(string(r.body), "undefined") {
+		t.Fatalf("compile error: %d %s", r.status, r.body)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 type RunCommandInput struct {
-	Command        string `json:"command" jsonschema:"shell command, run with bash -lc in the workspace's sandbox"`
+	Command        string `json:"command" jsonschema:"shell command, run with bash -c in the workspace's sandbox"`
 	Cwd            string `json:"cwd,omitempty" jsonschema:"working directory relative to the workspace root (default: the root)"`
 	TimeoutS       int    `json:"timeout_s,omitempty" jsonschema:"seconds before the command's whole process group is killed (default 120; over 3600, or over the server's cap, it is lowered to the cap and the result says so)"`
 	Stdin          string `json:"stdin,omitempty" jsonschema:"text fed to the command's standard input"`
@@ -116,7 +116,9 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 		return RunCommandOutput{}, "", err
 	}
 	req := grove.ExecRequest{
-		Argv:  []string{"bash", "-lc", in.Command},
+		// Not a login shell: /etc/profile would replace the sandbox's PATH
+		// (GROVE_SANDBOX_PATH) with the distribution's.
+		Argv:  []string{"bash", "-c", in.Command},
 		Dir:   dir,
 		Class: grove.ClassWrite, Timeout: timeout,
 		// The runtime stops streaming at its cap, keeping only a head; a

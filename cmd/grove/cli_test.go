@@ -210,3 +210,32 @@ func TestKeysCreateMakesTheRoot(t *testing.T) {
 		t.Fatalf("root: %v %v", fi, err)
 	}
 }
+
+// Commands run with GROVE_SANDBOX_PATH, or by default the standard
+// directories plus the toolchains found on this host.
+func TestSandboxPath(t *testing.T) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	var cfg map[string]string
+	if err := json.Unmarshal([]byte(e.ok("", "config", "--json")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/usr/local/go/bin", "/usr/local/cargo/bin"} {
+		_, err := os.Stat(d)
+		if has := strings.Contains(":"+cfg["sandbox_path"]+":", ":"+d+":"); has != (err == nil) {
+			t.Errorf("sandbox_path %q: has %s = %v, exists = %v", cfg["sandbox_path"], d, has, err == nil)
+		}
+	}
+	if !strings.Contains(cfg["sandbox_path"], "/usr/bin") {
+		t.Errorf("sandbox_path %q lacks /usr/bin", cfg["sandbox_path"])
+	}
+	repo := gitRepo(t)
+	var ws map[string]any
+	json.Unmarshal([]byte(e.ok("", "ws", "acquire", "--repo", repo, "--conversation", "p", "--json")), &ws)
+	if out := e.ok("", "exec", ws["id"].(string), "--", "sh", "-c", "echo $PATH"); strings.TrimSpace(out) != cfg["sandbox_path"] {
+		t.Errorf("default PATH in the sandbox %q, want %q", out, cfg["sandbox_path"])
+	}
+	t.Setenv("GROVE_SANDBOX_PATH", "/opt/custom/bin:/usr/bin:/bin")
+	if out := e.ok("", "exec", ws["id"].(string), "--", "sh", "-c", "echo $PATH"); strings.TrimSpace(out) != "/opt/custom/bin:/usr/bin:/bin" {
+		t.Errorf("GROVE_SANDBOX_PATH in the sandbox: %q", out)
+	}
+}

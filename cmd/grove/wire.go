@@ -52,6 +52,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Identity: gitrepo.Identity{Name: cfg.AuthorName, Email: cfg.AuthorEmail},
 	}
 	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness}, fsops.Options{NoSync: cfg.NoSync})
+	runtimeKind, _ := cfg.pickRuntime() // openDriver reports its error
 	drv, err := openDriver(ctx, cfg)
 	if err != nil {
 		st.Close()
@@ -81,6 +82,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		BaseURL:               cfg.BaseURL,
 		AllowUnisolatedWrites: cfg.AllowUnisolated,
 		Network:               driver.NetworkMode(cfg.Network),
+		SandboxPath:           cfg.sandboxPath(runtimeKind),
 		Logger:                logger,
 	})
 	if err != nil {

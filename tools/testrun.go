@@ -202,6 +202,10 @@ func runFailed(fw, cmd string, exit int, out RunTestsOutput) error {
 		return &Error{Code: "E_NOT_INSTALLED", Msg: fmt.Sprintf("%s: the test runner was not found in the sandbox (exit 127)\n$ %s\n%s", fw, cmd, excerpt),
 			Hint: "the runner is not on the sandbox PATH; the operator can add its directory with GROVE_SANDBOX_PATH, or run it by full path with run_command", Err: grove.ErrNotInstalled}
 	}
+	if fw == "make" {
+		return &Error{Code: "E_TEST_RUN_FAILED", Msg: fmt.Sprintf("make: the run failed (exit code %d); make reports no per-test results\n$ %s\n%s", exit, cmd, excerpt),
+			Hint: "read the output for the failing test or build step, fix it, then run the tests again", Err: grove.ErrRejected}
+	}
 	return &Error{Code: "E_TEST_RUN_FAILED", Msg: fmt.Sprintf("%s: the run failed outside any test (exit code %d; %d passed, %d skipped): build, collection or setup error\n$ %s\n%s",
 		fw, exit, out.Passed, out.Skipped, cmd, excerpt),
 		Hint: "fix the error shown (often a compile error), then run the tests again", Err: grove.ErrRejected}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -290,5 +291,77 @@ echo '{"Action":"pass","Package":"example.com/m","Elapsed":0}'
 	r = f.do(t, f.alice, "POST", ws+"/tools/run_tests", map[string]any{"framework": "go"})
 	if r.status == 200 || r.errCode(t) != "E_TEST_RUN_FAILED" || !strings.Contains(string(r.body), "undefined") {
 		t.Fatalf("compile error: %d %s", r.status, r.body)
+	}
+}
+
+// A file name that is not UTF-8 is shown with wire.EscapePath's reversible
+// escape by every route (tree, status, search, tools) and addressed by it
+// on every route; a name that merely looks like an escape round-trips too.
+func TestNonUTF8FileNames(t *testing.T) {
+	f := newFixture(t, httpapi.Options{})
+	id := f.acquire(t, f.alice, "names")
+	ws := "/v1/workspaces/" + id
+	// caf\xe9.txt (Latin-1 é) and a valid name with a literal "\xe9" in it.
+	if r := f.do(t, f.alice, "POST", ws+"/exec", map[string]any{"shell": `printf 'needle latin\n' > "$(printf 'caf\351.txt')"; printf 'needle literal\n' > 'lit\xe9.txt'`}); r.status != 200 || !strings.Contains(string(r.body), `"exit_code":0`) {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	const latin, literal = `caf\xe9.txt`, `lit\\xe9.txt` // wire forms
+	has := func(what string, body []byte, name string) {
+		t.Helper()
+		j, _ := json.Marshal(name)
+		if !strings.Contains(string(body), string(j)) {
+			t.Errorf("%s lacks %s: %s", what, j, body)
+		}
+		if strings.Contains(string(body), "\ufffd") || strings.Contains(string(body), `\ufffd`) {
+			t.Errorf("%s has U+FFFD: %s", what, body)
+		}
+	}
+	r := f.do(t, f.alice, "GET", ws+"/tree", nil)
+	has("tree", r.body, latin)
+	has("tree", r.body, literal)
+	r = f.do(t, f.alice, "GET", ws+"/git/status", nil)
+	has("status", r.body, latin)
+	has("status", r.body, literal)
+	r = f.do(t, f.alice, "GET", ws+"/search?pattern=needle", nil)
+	has("search", r.body, latin)
+	has("search", r.body, literal)
+	for _, tool := range []string{"list_dir", "find_files", "search_code", "git_status"} {
+		in := map[string]any{"pattern": "needle"}
+		if tool == "find_files" {
+			in["pattern"] = "*.txt"
+		}
+		if tool == "list_dir" || tool == "git_status" {
+			in = map[string]any{}
+		}
+		r := f.do(t, f.alice, "POST", ws+"/tools/"+tool, in)
+		has(tool, r.body, latin)
+		has(tool, r.body, literal)
+	}
+	for _, files := range []struct{ path, name, want string }{
+		{url.PathEscape(latin), "escaped", "needle latin\n"},
+		{"caf%E9.txt", "raw bytes", "needle latin\n"},
+		{url.PathEscape(literal), "escaped literal", "needle literal\n"},
+	} {
+		if r := f.do(t, f.alice, "GET", ws+"/files/"+files.path, nil); r.status != 200 || string(r.body) != files.want {
+			t.Errorf("GET files (%s): %d %q", files.name, r.status, r.body)
+		}
+	}
+	if r := f.do(t, f.alice, "POST", ws+"/tools/read_file", map[string]any{"path": latin}); r.status != 200 || !strings.Contains(string(r.body), "needle latin") {
+		t.Errorf("read_file %s: %d %s", latin, r.status, r.body)
+	}
+	if r := f.do(t, f.alice, "POST", ws+"/tools/write_file", map[string]any{"path": `new\xff.txt`, "content": "x\n"}); r.status != 200 {
+		t.Errorf("write_file: %d %s", r.status, r.body)
+	}
+	r = f.do(t, f.alice, "POST", ws+"/exec", map[string]any{"shell": `test -f "$(printf 'new\377.txt')" && echo yes`})
+	if !strings.Contains(string(r.body), "yes") {
+		t.Errorf("write_file did not create the raw name: %s", r.body)
+	}
+	if r := f.do(t, f.alice, "POST", ws+"/git/commit", map[string]any{"message": "names", "paths": []string{latin}}); r.status != 201 {
+		t.Errorf("commit by escaped path: %d %s", r.status, r.body)
+	}
+	if r := f.do(t, f.alice, "GET", ws+"/git/diff?base_ref=HEAD~1&stat_only=true", nil); r.status != 200 {
+		t.Errorf("diff: %d %s", r.status, r.body)
+	} else {
+		has("diff", r.body, latin)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/auth"
 	"github.com/grove-dev/grove/tools"
+	"github.com/grove-dev/grove/wire"
 )
 
 // Authenticator turns a bearer secret into a principal; *auth.Keys is one.
@@ -210,7 +211,8 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	if info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo); ok {
 		info.user = p.User
 	}
-	return &caller{p: p, svc: auth.Scope(s.opt.Service, p), token: r.Header.Get("X-Git-Token")}, nil
+	// Names on the wire use wire.EscapePath: JSON cannot carry non-UTF-8 bytes.
+	return &caller{p: p, svc: wire.EscapeNames(auth.Scope(s.opt.Service, p)), token: r.Header.Get("X-Git-Token")}, nil
 }
 
 // acquireSlot takes one of the user's concurrent-exec slots, or fails with

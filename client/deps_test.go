@@ -1,9 +1,9 @@
 package client_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -13,8 +13,11 @@ import (
 // tool catalog, the store or the engine.
 func TestClientDoesNotImportServer(t *testing.T) {
 	goBin, err := exec.LookPath("go")
+	if err != nil && os.Getenv("GOROOT") != "" {
+		goBin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
+	}
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command is needed to list the client's dependencies: %v", err)
 	}
 	out, err := exec.Command(goBin, "list", "-deps", "github.com/grove-dev/grove/client").CombinedOutput()
 	if err != nil {

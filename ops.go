@@ -53,6 +53,9 @@ type ExecResult struct {
 	StdoutOmitted int64         `json:"stdout_omitted,omitempty"` // bytes dropped by the cap
 	StderrOmitted int64         `json:"stderr_omitted,omitempty"`
 	Duration      time.Duration `json:"duration"`
+	// CappedTimeout is set when the requested timeout was over the
+	// server's maximum: the command ran under this timeout instead.
+	CappedTimeout time.Duration `json:"capped_timeout,omitempty"`
 }
 
 // Stream names an output stream of a command.

@@ -25,6 +25,22 @@ func ParseMode(s string) (Mode, error) {
 	return "", Errorf(ErrInvalid, "mode %q: want analysis, edit or task", s)
 }
 
+// InferMode is the mode a request means when it names none: a
+// conversation is edit mode, a task is task mode, neither is analysis (of
+// the ref, or the default branch). Naming both is ErrInvalid: the request
+// is ambiguous. The CLI and the HTTP API infer alike.
+func InferMode(conversation, task string) (Mode, error) {
+	switch {
+	case conversation != "" && task != "":
+		return "", Errorf(ErrInvalid, "both conversation and task are given: name one, or set mode")
+	case conversation != "":
+		return ModeEdit, nil
+	case task != "":
+		return ModeTask, nil
+	}
+	return ModeAnalysis, nil
+}
+
 // Capabilities are derived from the mode in exactly one place
 // (CapabilitiesFor) and enforced on every write path.
 type Capabilities struct {

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/grove-dev/grove"
-	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/wire"
 )
 
 // Client talks to one server with one API key.
@@ -82,7 +82,7 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 
 // decodeError turns the API's error shape back into a grove kind.
 func decodeError(res *http.Response) error {
-	var e httpapi.ErrorBody
+	var e wire.ErrorBody
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err := json.Unmarshal(b, &e); err != nil || e.Error.Code == "" {
 		return grove.Errorf(kindOfStatus(res.StatusCode), "grove server: HTTP %d", res.StatusCode)
@@ -90,7 +90,7 @@ func decodeError(res *http.Response) error {
 	return remoteError(e.Error)
 }
 
-func remoteError(d httpapi.ErrorDetail) error {
+func remoteError(d wire.ErrorDetail) error {
 	kind := grove.KindFromCode(d.Code)
 	if kind == nil {
 		return fmt.Errorf("%s: %s", d.Code, d.Message)
@@ -149,12 +149,12 @@ func filePath(id, p string) string {
 
 func (c *Client) EnsureRepo(ctx context.Context, req grove.EnsureRepoRequest) (*grove.RepoCache, error) {
 	var rc grove.RepoCache
-	_, err := c.call(ctx, "POST", "/v1/repos", nil, httpapi.EnsureRepoBody{Repo: req.Repo, Ref: req.Ref, Token: req.Token, Refresh: req.Refresh}, &rc)
+	_, err := c.call(ctx, "POST", "/v1/repos", nil, wire.EnsureRepoBody{Repo: req.Repo, Ref: req.Ref, Token: req.Token, Refresh: req.Refresh}, &rc)
 	return &rc, err
 }
 
 func (c *Client) ListRepos(ctx context.Context) ([]*grove.RepoCache, error) {
-	var l httpapi.RepoList
+	var l wire.RepoList
 	_, err := c.call(ctx, "GET", "/v1/repos", nil, nil, &l)
 	return l.Repos, err
 }
@@ -166,7 +166,7 @@ func (c *Client) RemoveRepo(ctx context.Context, id string, force bool) error {
 
 func (c *Client) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.Workspace, bool, error) {
 	var w grove.Workspace
-	status, err := c.call(ctx, "POST", "/v1/workspaces", nil, httpapi.AcquireBody{Repo: req.Repo, Project: req.Project, Mode: req.Mode,
+	status, err := c.call(ctx, "POST", "/v1/workspaces", nil, wire.AcquireBody{Repo: req.Repo, Project: req.Project, Mode: req.Mode,
 		Conversation: req.Conversation, Task: req.Task, Ref: req.Ref, Branch: req.Branch, Token: req.Token, Refresh: req.Refresh}, &w)
 	if err != nil {
 		return nil, false, err
@@ -191,7 +191,7 @@ func (c *Client) List(ctx context.Context, f grove.WorkspaceFilter) ([]*grove.Wo
 			q.Set(k, v)
 		}
 	}
-	var l httpapi.WorkspaceList
+	var l wire.WorkspaceList
 	_, err := c.call(ctx, "GET", "/v1/workspaces", q, nil, &l)
 	return l.Workspaces, err
 }
@@ -207,13 +207,13 @@ func (c *Client) Destroy(ctx context.Context, id string) error {
 }
 
 func (c *Client) Pin(ctx context.Context, id string, pinned bool) error {
-	_, err := c.call(ctx, "POST", ws(id, "/pin"), nil, httpapi.PinBody{Pinned: &pinned}, nil)
+	_, err := c.call(ctx, "POST", ws(id, "/pin"), nil, wire.PinBody{Pinned: &pinned}, nil)
 	return err
 }
 
 func (c *Client) Exec(ctx context.Context, id string, req grove.ExecRequest) (*grove.ExecResult, error) {
-	var r httpapi.ExecResponse
-	if _, err := c.call(ctx, "POST", ws(id, "/exec"), nil, httpapi.ExecBodyOf(req), &r); err != nil {
+	var r wire.ExecResponse
+	if _, err := c.call(ctx, "POST", ws(id, "/exec"), nil, wire.ExecBodyOf(req), &r); err != nil {
 		return nil, err
 	}
 	return r.Result(), nil
@@ -222,7 +222,7 @@ func (c *Client) Exec(ctx context.Context, id string, req grove.ExecRequest) (*g
 // ExecStream reads the server's event stream; cancelling ctx closes the
 // request, and the server kills the command.
 func (c *Client) ExecStream(ctx context.Context, id string, req grove.ExecRequest, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
-	res, err := c.request(ctx, "POST", ws(id, "/exec"), nil, httpapi.ExecBodyOf(req), "text/event-stream")
+	res, err := c.request(ctx, "POST", ws(id, "/exec"), nil, wire.ExecBodyOf(req), "text/event-stream")
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req grove.ExecReques
 		}
 		switch event {
 		case "stdout", "stderr":
-			var ch httpapi.ChunkEvent
+			var ch wire.ChunkEvent
 			if err := json.Unmarshal([]byte(data), &ch); err != nil {
 				return nil, grove.Errorf(grove.ErrUnavailable, "grove server: bad event: %v", err)
 			}
@@ -250,13 +250,13 @@ func (c *Client) ExecStream(ctx context.Context, id string, req grove.ExecReques
 				return nil, err
 			}
 		case "exit":
-			var r httpapi.ExecResponse
+			var r wire.ExecResponse
 			if err := json.Unmarshal([]byte(data), &r); err != nil {
 				return nil, grove.Errorf(grove.ErrUnavailable, "grove server: bad exit event: %v", err)
 			}
 			return r.Result(), nil
 		case "error":
-			var e httpapi.ErrorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal([]byte(data), &e); err != nil {
 				return nil, grove.Errorf(grove.ErrUnavailable, "grove server: bad error event: %v", err)
 			}
@@ -296,7 +296,7 @@ func (c *Client) DeleteFile(ctx context.Context, id, path string) error {
 }
 
 func (c *Client) ListDir(ctx context.Context, id, path string, depth int) ([]grove.DirEntry, error) {
-	var t httpapi.Tree
+	var t wire.Tree
 	_, err := c.call(ctx, "GET", ws(id, "/tree"), url.Values{"path": {path}, "depth": {strconv.Itoa(depth)}}, nil, &t)
 	return t.Entries, err
 }
@@ -331,7 +331,7 @@ func (c *Client) Diff(ctx context.Context, id string, req grove.DiffRequest) (*g
 }
 
 func (c *Client) Log(ctx context.Context, id string, limit int, path string) ([]grove.Commit, error) {
-	var l httpapi.CommitLog
+	var l wire.CommitLog
 	_, err := c.call(ctx, "GET", ws(id, "/git/log"), url.Values{"limit": {strconv.Itoa(limit)}, "path": {path}}, nil, &l)
 	return l.Commits, err
 }
@@ -346,7 +346,7 @@ func (c *Client) Commit(ctx context.Context, id string, req grove.CommitRequest)
 
 func (c *Client) Push(ctx context.Context, id string, req grove.PushRequest) (*grove.PushResult, error) {
 	var r grove.PushResult
-	body := httpapi.PushBody{Token: req.Token, ForceWithLease: req.ForceWithLease, SetUpstream: req.SetUpstream}
+	body := wire.PushBody{Token: req.Token, ForceWithLease: req.ForceWithLease, SetUpstream: req.SetUpstream}
 	if _, err := c.call(ctx, "POST", ws(id, "/git/push"), nil, body, &r); err != nil {
 		return nil, err
 	}

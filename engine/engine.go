@@ -57,6 +57,10 @@ type Config struct {
 	Network driver.NetworkMode
 	Limits  driver.Limits
 	Image   string
+	// SandboxPath is the PATH commands run with when the request sets
+	// none; empty leaves the runtime's default. cmd/grove sets it from
+	// GROVE_SANDBOX_PATH or the toolchains found on the host.
+	SandboxPath string
 
 	// Credentials resolves the token of each push and platform call
 	// (per-call → GitHub App → OAuth → env); nil uses only per-call

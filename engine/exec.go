@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
@@ -47,6 +48,13 @@ func (e *Engine) exec(ctx context.Context, id string, req grove.ExecRequest, emi
 	case grove.ClassRead, grove.ClassWrite, grove.ClassInstall, grove.ClassTest:
 	default:
 		return nil, grove.Errorf(grove.ErrInvalid, "command class %q: want read, write, install or test", req.Class)
+	}
+	if _, set := req.Env["PATH"]; e.cfg.SandboxPath != "" && !set {
+		req.Env = maps.Clone(req.Env)
+		if req.Env == nil {
+			req.Env = map[string]string{}
+		}
+		req.Env["PATH"] = e.cfg.SandboxPath
 	}
 	lock := e.locks.RLock
 	if req.Class.Mutating() {

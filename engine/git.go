@@ -27,7 +27,7 @@ func (e *Engine) Diff(ctx context.Context, id string, req grove.DiffRequest) (*g
 		return nil, err
 	}
 	if req.BaseRef != "" {
-		if err := gitrepo.ValidateRef(req.BaseRef); err != nil {
+		if err := gitrepo.ValidateRevision(req.BaseRef); err != nil {
 			return nil, err
 		}
 	}

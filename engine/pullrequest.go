@@ -34,6 +34,16 @@ func (e *Engine) prTarget(ctx context.Context, id string) (*grove.Workspace, fun
 	return ws, unlock, nil
 }
 
+// requireCredential refuses, before any request, to call the platform
+// with no credential: an anonymous call can only fail, and its 401 would
+// read as a rejected credential.
+func requireCredential(ws *grove.Workspace, token string) error {
+	if token == "" {
+		return grove.Errorf(grove.ErrPlatformNotConfigured, "no credential for %s is configured on this server, and the call sent no git token", ws.Repo.Host)
+	}
+	return nil
+}
+
 // CreatePullRequest implements grove.PullRequester.
 func (e *Engine) CreatePullRequest(ctx context.Context, id string, req grove.CreatePullRequestRequest) (*grove.PullRequest, error) {
 	ws, unlock, err := e.prTarget(ctx, id)
@@ -60,6 +70,9 @@ func (e *Engine) CreatePullRequest(ctx context.Context, id string, req grove.Cre
 	}
 	var pr *grove.PullRequest
 	kind, err := e.withCredential(ctx, ws, req.Token, func(token string) error {
+		if err := requireCredential(ws, token); err != nil {
+			return err
+		}
 		if spec.Base == "" {
 			b, err := e.cfg.Platform.DefaultBranch(ctx, ws.Repo, token)
 			if err != nil {
@@ -91,6 +104,9 @@ func (e *Engine) CommentPullRequest(ctx context.Context, id string, req grove.Co
 	}
 	var cm *grove.Comment
 	_, err = e.withCredential(ctx, ws, req.Token, func(token string) error {
+		if err := requireCredential(ws, token); err != nil {
+			return err
+		}
 		var err error
 		cm, err = e.cfg.Platform.CommentPullRequest(ctx, ws.Repo, token, req)
 		return err

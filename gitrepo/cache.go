@@ -160,9 +160,18 @@ func (c *Caches) touchFetched(bare string) time.Time {
 	return now
 }
 
-func (c *Caches) clone(ctx context.Context, remote Remote, bare string, opt EnsureOptions) error {
+func (c *Caches) clone(ctx context.Context, remote Remote, bare string, opt EnsureOptions) (err error) {
 	g := c.git()
 	parent := filepath.Dir(bare)
+	// A failed clone leaves no empty <host>/<owner>/<name> behind: remove
+	// the directories made here, deepest first (os.Remove spares any that
+	// a concurrent clone has put something in).
+	made := missingDirs(c.Root, parent)
+	defer func() {
+		for i := 0; err != nil && i < len(made); i++ {
+			_ = os.Remove(made[i])
+		}
+	}()
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return grove.Errorf(grove.ErrUnavailable, "create cache directory: %v", err)
 	}
@@ -208,6 +217,24 @@ func (c *Caches) clone(ctx context.Context, remote Remote, bare string, opt Ensu
 		return grove.Errorf(grove.ErrUnavailable, "install repo cache: %v", err)
 	}
 	return nil
+}
+
+// missingDirs lists dir and those of its ancestors below root that do
+// not exist yet, deepest first.
+func missingDirs(root, dir string) []string {
+	var out []string
+	for dir != filepath.Clean(root) {
+		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+			return out
+		}
+		out = append(out, dir)
+		up := filepath.Dir(dir)
+		if up == dir {
+			return out
+		}
+		dir = up
+	}
+	return out
 }
 
 func (c *Caches) fetchArgs(opt EnsureOptions, refspecs ...string) []string {

@@ -295,3 +295,36 @@ func TestRunEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A failed clone removes the <host>/<owner>/<name> directories it made,
+// and only those.
+func TestFailedCloneLeavesNoDirectories(t *testing.T) {
+	srv := smartHTTP(t, t.TempDir(), "right-token")
+	g, _ := newTestGit(t)
+	g.Home = t.TempDir()
+	root := t.TempDir()
+	keep := filepath.Join(root, "keep")
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Caches{Git: g, Root: root}
+	for _, name := range []string{"octo/hello.git", "octo/other.git"} {
+		remote, err := ParseRepo(srv.URL+"/"+name, ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Ensure(testCtx(t), remote, EnsureOptions{Token: "wrong-token"}); err == nil {
+			t.Fatal("clone with a wrong token succeeded")
+		}
+	}
+	var left []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if p != root && p != keep {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Fatalf("a failed clone left %v", left)
+	}
+}

@@ -105,3 +105,86 @@ func isHex(s string) bool {
 	}
 	return s != ""
 }
+
+// maxRevSuffix bounds the ancestry suffix of a revision (~3^2…).
+const maxRevSuffix = 64
+
+// ValidateRevision checks a revision an agent may name as a base to
+// compare with: a ref (ValidateRef's rules: a branch, tag, remote branch,
+// full refs/ name, HEAD or a commit sha) followed by any number of
+// ancestry steps ~, ~N, ^ and ^N — HEAD~1, HEAD^, main~2^2. Ranges (a..b,
+// a...b), reflog (@{…}), peeling (^{…}), ^! and ^@, and :path are refused:
+// a diff base names one commit. Callers still pass it after
+// --end-of-options.
+func ValidateRevision(rev string) error {
+	name, suffix := splitRevision(rev)
+	why := refProblem(name)
+	if why == "" {
+		why = suffixProblem(suffix)
+	}
+	if why != "" {
+		return grove.Errorf(grove.ErrInvalid, "revision %q: %s; want a branch, tag, commit sha or HEAD, optionally with ~N or ^N", sanitizeForMessage(rev), why)
+	}
+	return nil
+}
+
+// ResolveRevision validates rev and returns the first of its spellings
+// that names a commit, as exists reports (exists runs git rev-parse
+// --verify wherever the repository lives): rev itself, then — for a bare
+// branch name with no local branch, which is what an agent writes for the
+// default branch in a workspace that only has it as a remote branch —
+// refs/remotes/origin/<name> with the same ancestry steps. ErrNotFound
+// when none exists.
+func ResolveRevision(rev string, exists func(candidate string) (bool, error)) (string, error) {
+	if err := ValidateRevision(rev); err != nil {
+		return "", err
+	}
+	candidates := []string{rev}
+	if name, suffix := splitRevision(rev); name != "HEAD" && !strings.HasPrefix(name, "refs/") && !isHex(name) {
+		candidates = append(candidates, "refs/remotes/origin/"+name+suffix)
+	}
+	for _, c := range candidates {
+		ok, err := exists(c)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return c, nil
+		}
+	}
+	if len(candidates) > 1 {
+		return "", grove.Errorf(grove.ErrNotFound, "revision %q is not a branch, tag or commit here, nor origin/%s", sanitizeForMessage(rev), sanitizeForMessage(rev))
+	}
+	return "", grove.Errorf(grove.ErrNotFound, "revision %q does not name a commit here", sanitizeForMessage(rev))
+}
+
+// splitRevision splits rev at its first ~ or ^ into the ref and the
+// ancestry steps.
+func splitRevision(rev string) (name, suffix string) {
+	if i := strings.IndexAny(rev, "~^"); i >= 0 {
+		return rev[:i], rev[i:]
+	}
+	return rev, ""
+}
+
+// suffixProblem returns why suffix is not a run of ~, ~N, ^ and ^N steps,
+// or "".
+func suffixProblem(suffix string) string {
+	if len(suffix) > maxRevSuffix {
+		return "too many ancestry steps"
+	}
+	for i := 0; i < len(suffix); {
+		if suffix[i] != '~' && suffix[i] != '^' {
+			return "only ~N and ^N may follow the ref"
+		}
+		i++
+		digits := 0
+		for i < len(suffix) && suffix[i] >= '0' && suffix[i] <= '9' {
+			i, digits = i+1, digits+1
+		}
+		if digits > 6 {
+			return "ancestry step too large"
+		}
+	}
+	return ""
+}

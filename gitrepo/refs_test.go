@@ -108,3 +108,32 @@ func FuzzValidateRef(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateRevision(t *testing.T) {
+	for _, rev := range []string{"HEAD", "HEAD~1", "HEAD~", "HEAD^", "HEAD^2", "HEAD~2^2~", "main", "origin/main", "main~3", "refs/remotes/origin/main", "v1.0", "0123456789abcdef0123456789abcdef01234567", "abc1234"} {
+		if err := ValidateRevision(rev); err != nil {
+			t.Errorf("ValidateRevision(%q) = %v", rev, err)
+		}
+	}
+	for _, rev := range []string{"", "-x", "--output=/tmp/x", "main..HEAD", "main...HEAD", "HEAD@{1}", "@{-1}", "HEAD^{tree}", "HEAD^!", "HEAD^@", "main:README.md", "HEAD~1x", "HEAD~-1", "~1", "^main", "HEAD~1234567", "a b", "main\x00", strings.Repeat("~", 100)} {
+		if err := ValidateRevision(rev); err == nil {
+			t.Errorf("ValidateRevision(%q) accepted", rev)
+		}
+	}
+}
+
+func TestResolveRevisionFallsBackToOrigin(t *testing.T) {
+	refs := map[string]bool{"HEAD~1": true, "refs/remotes/origin/main~2": true, "refs/remotes/origin/dev": true}
+	exists := func(c string) (bool, error) { return refs[c], nil }
+	for rev, want := range map[string]string{"HEAD~1": "HEAD~1", "main~2": "refs/remotes/origin/main~2", "dev": "refs/remotes/origin/dev"} {
+		if got, err := ResolveRevision(rev, exists); err != nil || got != want {
+			t.Errorf("ResolveRevision(%q) = %q, %v; want %q", rev, got, err, want)
+		}
+	}
+	if _, err := ResolveRevision("nope", exists); !errors.Is(err, grove.ErrNotFound) {
+		t.Errorf("missing revision: %v", err)
+	}
+	if _, err := ResolveRevision("HEAD~9", exists); !errors.Is(err, grove.ErrNotFound) {
+		t.Errorf("HEAD~9 must not fall back to origin: %v", err)
+	}
+}

@@ -47,8 +47,16 @@ func StatusOf(err error) int {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return http.StatusGatewayTimeout
 	}
+	if errors.Is(err, context.Canceled) {
+		return StatusClientClosedRequest
+	}
 	return http.StatusInternalServerError
 }
+
+// StatusClientClosedRequest is the status recorded (and, if anyone still
+// listens, sent) when the client closed the request before it finished —
+// nginx's 499. It is the client's doing, not a server error.
+const StatusClientClosedRequest = 499
 
 // errorBody renders err in the one error shape. Errors of no kind are
 // internal: their text may hold paths, so it is replaced.
@@ -61,8 +69,11 @@ func errorBody(err error, reqID string) ErrorBody {
 	msg := err.Error()
 	if grove.KindOf(err) == nil {
 		msg = "internal error"
-		if errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
 			code, msg = "E_TIMEOUT", "deadline exceeded"
+		case errors.Is(err, context.Canceled):
+			code, msg = "E_CANCELLED", "the request was cancelled"
 		}
 	}
 	d := map[string]any{"request_id": reqID}
@@ -74,9 +85,12 @@ func errorBody(err error, reqID string) ErrorBody {
 
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
-	if status == http.StatusInternalServerError {
-		if l := loggerFrom(r.Context()); l != nil {
+	if l := loggerFrom(r.Context()); l != nil {
+		switch status {
+		case http.StatusInternalServerError:
 			l.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()), "err", err)
+		case StatusClientClosedRequest:
+			l.InfoContext(r.Context(), "request cancelled by the client", "request_id", requestID(r.Context()))
 		}
 	}
 	if status == http.StatusUnauthorized {

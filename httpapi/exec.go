@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/wire"
 )
 
 // exec runs a command. With Accept: text/event-stream the output streams as
@@ -24,8 +25,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 	if b.TimeoutMS < 0 {
 		return grove.Errorf(grove.ErrInvalid, "timeout_ms must not be negative")
 	}
-	if time.Duration(b.TimeoutMS)*time.Millisecond > s.opt.MaxTimeout || b.TimeoutMS > int64(s.opt.MaxTimeout/time.Millisecond) {
-		return grove.Errorf(grove.ErrInvalid, "timeout_ms is over this server's cap of %d", s.opt.MaxTimeout.Milliseconds())
+	// A timeout over the cap is lowered to it, and the result says so: a
+	// client asking for long work should get it bounded, not refused.
+	var capped time.Duration
+	if b.TimeoutMS > s.opt.MaxTimeout.Milliseconds() {
+		b.TimeoutMS, capped = s.opt.MaxTimeout.Milliseconds(), s.opt.MaxTimeout
 	}
 	id := r.PathValue("id")
 	// Ownership first, so another user's id is 404 even when the caller's
@@ -43,7 +47,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, 200, ExecResponseOf(res))
+		res.CappedTimeout = capped
+		writeJSON(w, 200, wire.ExecResponseOf(res))
 		return nil
 	}
 	flusher, ok := w.(http.Flusher)
@@ -76,7 +81,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		_ = sse.event("error", errorBody(err, requestID(r.Context())))
 		return nil
 	}
-	_ = sse.event("exit", ExecResponseOf(res))
+	res.CappedTimeout = capped
+	_ = sse.event("exit", wire.ExecResponseOf(res))
 	return nil
 }
 

@@ -16,8 +16,15 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, c *caller) erro
 	if err := Decode(r.Body, &b); err != nil {
 		return err
 	}
+	if b.Mode == "" {
+		m, err := grove.InferMode(b.Conversation, b.Task)
+		if err != nil {
+			return err
+		}
+		b.Mode = m
+	}
 	ws, created, err := c.svc.Acquire(r.Context(), grove.AcquireRequest{Repo: b.Repo, Project: b.Project, Mode: b.Mode,
-		Conversation: b.Conversation, Task: b.Task, Ref: b.Ref, Branch: b.Branch, Token: b.Token, Refresh: b.Refresh})
+		Conversation: b.Conversation, Task: b.Task, Ref: b.Ref, Branch: b.Branch, Token: c.gitToken(b.Token), Refresh: b.Refresh})
 	if err != nil {
 		return err
 	}
@@ -99,9 +106,8 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request, c *caller) err
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request, c *caller) error {
-	// File bodies have their own, larger limit than JSON bodies.
-	body := http.MaxBytesReader(w, r.Body, s.opt.MaxFileBytes)
-	data, err := io.ReadAll(body)
+	// r.Body is capped at MaxFileBytes, not MaxBodyBytes (see authed).
+	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return decodeError(err)
 	}
@@ -276,7 +282,7 @@ func (s *Server) ensureRepo(w http.ResponseWriter, r *http.Request, c *caller) e
 	if err := Decode(r.Body, &b); err != nil {
 		return err
 	}
-	rc, err := c.svc.EnsureRepo(r.Context(), grove.EnsureRepoRequest{Repo: b.Repo, Ref: b.Ref, Token: b.Token, Refresh: b.Refresh})
+	rc, err := c.svc.EnsureRepo(r.Context(), grove.EnsureRepoRequest{Repo: b.Repo, Ref: b.Ref, Token: c.gitToken(b.Token), Refresh: b.Refresh})
 	if err != nil {
 		return err
 	}

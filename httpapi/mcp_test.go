@@ -183,10 +183,24 @@ func TestMCPOverHTTPReadOnlyListsNoWriteTools(t *testing.T) {
 	if !slices.Contains(names, "read_file") || !slices.Contains(names, "search_code") {
 		t.Errorf("read-only workspace lacks read tools: %v", names)
 	}
-	// A write tool called by name anyway is unknown to this server: the
-	// SDK answers with a protocol error, and nothing is written.
-	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "x.txt", "content": "x"}}); err == nil && !res.IsError {
-		t.Fatal("write_file ran on a read-only workspace")
+	// A write tool called by name anyway gets the answer every transport
+	// gives (/v1/mcp, /tools): a tool error E_READ_ONLY_WORKSPACE, not the
+	// protocol's "unknown tool". Nothing is written.
+	for _, name := range []string{"write_file", "run_command"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"path": "x.txt", "content": "x", "command": "touch x.txt"}})
+		if err != nil || !res.IsError {
+			t.Fatalf("%s on a read-only workspace: %v %+v", name, err, res)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(text, "E_READ_ONLY_WORKSPACE: ") {
+			t.Fatalf("%s on a read-only workspace: %s", name, text)
+		}
+	}
+	if r := f.do(t, f.alice, "POST", "/v1/workspaces/"+ws.ID+"/tools/write_file", map[string]any{"path": "x.txt", "content": "x"}); r.status != 409 || r.errCode(t) != "E_READ_ONLY_WORKSPACE" {
+		t.Fatalf("/tools/write_file on a read-only workspace: %d %s", r.status, r.body)
+	}
+	// An unknown tool is still a protocol error.
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("unknown tool accepted")
 	}
 	if r := f.do(t, f.alice, "GET", "/v1/workspaces/"+ws.ID+"/files/x.txt", nil); r.status != 404 {
 		t.Fatalf("x.txt after refused write: %d %q", r.status, r.body)

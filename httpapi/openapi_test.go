@@ -209,6 +209,14 @@ func TestOpenAPIResponses(t *testing.T) {
 	want(do(f.alice, "PUT", w+"/files/src/a.go", "package a\n\nfunc A() {}\n"), 204)
 	want(do(f.alice, "PUT", w+"/files/bin.dat", []byte{0, 1, 2, 0xff}), 204)
 	want(do(f.alice, "GET", w+"/files/src/a.go", nil), 200)
+	// The percent-encoded form generated clients send for the one path
+	// parameter names the same file.
+	if r := do(f.alice, "GET", w+"/files/src%2Fa.go", nil); r.status != 200 || !strings.HasPrefix(string(r.body), "package a") {
+		t.Fatalf("GET files/src%%2Fa.go: %d %s", r.status, r.body)
+	}
+	want(do(f.alice, "PUT", w+"/files/src%2Fenc%2Fb.go", "package enc\n"), 204)
+	want(do(f.alice, "GET", w+"/files/src/enc/b.go", nil), 200)
+	want(do(f.alice, "GET", w+"/files/src%2F%2e%2e%2F%2e%2e%2Fx", nil), 400)
 	want(do(f.alice, "GET", w+"/files/nope.txt", nil), 404)
 	want(do(f.alice, "GET", w+"/files/%2e%2e/x", nil), 400)
 	want(do(f.alice, "GET", w+"/tree?depth=2", nil), 200)
@@ -248,6 +256,9 @@ func TestOpenAPIResponses(t *testing.T) {
 	want(do(f.alice, "POST", "/v1/mcp", init, mcpHdr...), 200)
 	want(do(f.alice, "POST", w+"/mcp", init, mcpHdr...), 200)
 	want(do(f.bob, "POST", w+"/mcp", init, mcpHdr...), 404)
+	want(do(f.alice, "POST", "/v1/mcp", `{"jsonrpc":`, mcpHdr...), 400)
+	want(do(f.alice, "POST", w+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"no/such"}`, mcpHdr...), 400)
+	want(do(f.alice, "POST", w+"/mcp", init, "Content-Type", "application/json"), 400)
 
 	want(do(f.alice, "GET", "/v1/repos", nil), 200)
 	er := map[string]any{"repo": f.repo}
@@ -352,3 +363,36 @@ type fakeT struct {
 func (f *fakeT) Helper()               {}
 func (f *fakeT) Errorf(string, ...any) { f.failed = true }
 func (f *fakeT) Fatalf(string, ...any) { f.failed = true }
+
+// Every enum says its type, so generators make string enums, and no path
+// parameter claims to hold slashes (OpenAPI path parameters cannot).
+func TestOpenAPIDocumentShape(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(httpapi.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, ptr string)
+	walk = func(v any, ptr string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["enum"]; ok {
+				if _, ok := v["type"]; !ok {
+					t.Errorf("%s: enum without type", ptr)
+				}
+			}
+			if v["in"] == "path" {
+				if d, _ := v["description"].(string); strings.Contains(d, "may contain slashes") {
+					t.Errorf("%s: path parameter %v says it may contain slashes", ptr, v["name"])
+				}
+			}
+			for k, e := range v {
+				walk(e, ptr+"/"+escPtr(k))
+			}
+		case []any:
+			for i, e := range v {
+				walk(e, ptr+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc, "")
+}

@@ -7,27 +7,6 @@ import (
 	"github.com/grove-dev/grove"
 )
 
-// PullRequestBody is POST /v1/workspaces/{id}/pulls. The git token may
-// also come in the X-Git-Token header.
-type PullRequestBody struct {
-	Title     string   `json:"title"`
-	Body      string   `json:"body,omitempty"`
-	Base      string   `json:"base,omitempty"`
-	Draft     bool     `json:"draft,omitempty"`
-	Reviewers []string `json:"reviewers,omitempty"`
-	Labels    []string `json:"labels,omitempty"`
-	Token     string   `json:"token,omitempty"`
-}
-
-// PullCommentBody is POST /v1/workspaces/{id}/pulls/{number}/comments.
-type PullCommentBody struct {
-	Body     string `json:"body"`
-	Path     string `json:"path,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	CommitID string `json:"commit_id,omitempty"`
-	Token    string `json:"token,omitempty"`
-}
-
 // pullRequester is the caller's service as a grove.PullRequester, or
 // ErrPlatformNotConfigured when this server has no git platform.
 func pullRequester(c *caller) (grove.PullRequester, error) {

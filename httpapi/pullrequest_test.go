@@ -174,3 +174,49 @@ func TestPullRequestToolsOverMCP(t *testing.T) {
 		t.Fatalf("the platform holds %+v", prs)
 	}
 }
+
+// With a platform but no credential for the repository, a pull request is
+// E_PLATFORM_NOT_CONFIGURED and the platform is never called: an anonymous
+// request could only fail, and its 401 read as "the credential was
+// rejected".
+func TestPullRequestWithoutCredential(t *testing.T) {
+	ghe := githubtest.NewEnterprise(t, 7)
+	ghe.ServeRepo(t, "octo", "hello", sourceRepo(t), "alice")
+	gh, err := github.New(github.Options{BaseURL: ghe.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := credentials.NewApp(7, "grove-bot", ghe.AppPEM, gh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The App clones the repository, then is taken away.
+	chain := &credentials.Chain{Sources: []credentials.Source{app}, Hosts: []string{gh.Host()}}
+	f := newFixtureWith(t, httpapi.Options{}, func(c *engine.Config) {
+		c.BaseURL, c.Platform, c.Credentials = ghe.URL, gh, chain
+	})
+	r := f.do(t, f.alice, "POST", "/v1/workspaces", map[string]any{"repo": "octo/hello", "project": "p", "conversation": "nocred"})
+	if r.status != 201 {
+		t.Fatalf("acquire: %d %s", r.status, r.body)
+	}
+	var ws struct{ ID string }
+	json.Unmarshal(r.body, &ws)
+	chain.Sources = nil
+	before := len(ghe.Paths())
+
+	r = f.do(t, f.alice, "POST", "/v1/workspaces/"+ws.ID+"/pulls", map[string]any{"title": "t"})
+	if r.status != 501 || r.errCode(t) != "E_PLATFORM_NOT_CONFIGURED" {
+		t.Fatalf("pulls: %d %s", r.status, r.body)
+	}
+	r = f.do(t, f.alice, "POST", "/v1/workspaces/"+ws.ID+"/tools/create_pull_request", map[string]any{"title": "t"})
+	if r.status != 501 || r.errCode(t) != "E_PLATFORM_NOT_CONFIGURED" {
+		t.Fatalf("create_pull_request: %d %s", r.status, r.body)
+	}
+	r = f.do(t, f.alice, "POST", "/v1/workspaces/"+ws.ID+"/tools/comment_pull_request", map[string]any{"pr_number": 1, "body": "x"})
+	if r.status != 501 || r.errCode(t) != "E_PLATFORM_NOT_CONFIGURED" {
+		t.Fatalf("comment_pull_request: %d %s", r.status, r.body)
+	}
+	if after := ghe.Paths(); len(after) != before {
+		t.Fatalf("the platform was called: %v", after[before:])
+	}
+}

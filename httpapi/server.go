@@ -19,6 +19,7 @@ import (
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/auth"
 	"github.com/grove-dev/grove/tools"
+	"github.com/grove-dev/grove/wire"
 )
 
 // Authenticator turns a bearer secret into a principal; *auth.Keys is one.
@@ -79,7 +80,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
 
-	a := func(pattern string, h handler) { m.Handle(pattern, s.authed(h)) }
+	a := func(pattern string, h handler) { m.Handle(pattern, s.authed(h, s.opt.MaxBodyBytes)) }
 	a("POST /v1/workspaces", s.acquire)
 	a("GET /v1/workspaces", s.list)
 	a("GET /v1/workspaces/{id}", s.show)
@@ -88,7 +89,8 @@ func (s *Server) routes() {
 	a("POST /v1/workspaces/{id}/pin", s.pin)
 	a("POST /v1/workspaces/{id}/exec", s.exec)
 	a("GET /v1/workspaces/{id}/files/{path...}", s.readFile)
-	a("PUT /v1/workspaces/{id}/files/{path...}", s.writeFile)
+	// File bodies are raw bytes with their own, larger limit.
+	m.Handle("PUT /v1/workspaces/{id}/files/{path...}", s.authed(s.writeFile, s.opt.MaxFileBytes))
 	a("DELETE /v1/workspaces/{id}/files/{path...}", s.deleteFile)
 	a("GET /v1/workspaces/{id}/tree", s.tree)
 	a("GET /v1/workspaces/{id}/search", s.search)
@@ -181,14 +183,15 @@ type caller struct {
 	token string        // per-call git token from X-Git-Token, never logged
 }
 
-func (s *Server) authed(h handler) http.Handler {
+// authed authenticates, caps the request body at limit bytes and serves h.
+func (s *Server) authed(h handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.authenticate(r)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if err := h(w, r, c); err != nil {
 			writeError(w, r, err)
 		}
@@ -196,9 +199,9 @@ func (s *Server) authed(h handler) http.Handler {
 }
 
 func (s *Server) authenticate(r *http.Request) (*caller, error) {
-	h := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || secret == "" {
+	// Auth schemes are case-insensitive (RFC 7235 §2.1): "bearer" is Bearer.
+	scheme, secret, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 		return nil, grove.Errorf(grove.ErrUnauthorized, "missing bearer API key")
 	}
 	p, err := s.opt.Auth.Authenticate(r.Context(), strings.TrimSpace(secret))
@@ -208,7 +211,8 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	if info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo); ok {
 		info.user = p.User
 	}
-	return &caller{p: p, svc: auth.Scope(s.opt.Service, p), token: r.Header.Get("X-Git-Token")}, nil
+	// Names on the wire use wire.EscapePath: JSON cannot carry non-UTF-8 bytes.
+	return &caller{p: p, svc: wire.EscapeNames(auth.Scope(s.opt.Service, p)), token: r.Header.Get("X-Git-Token")}, nil
 }
 
 // acquireSlot takes one of the user's concurrent-exec slots, or fails with

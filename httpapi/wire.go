@@ -1,134 +1,24 @@
 package httpapi
 
-import (
-	"time"
+import "github.com/grove-dev/grove/wire"
 
-	"github.com/grove-dev/grove"
-)
-
-// The wire types of the API. They are exported for the Go client
-// (package client) so both sides share one definition. Requests decode
-// strictly: unknown fields are errors.
-
-// AcquireBody is POST /v1/workspaces. The user comes from the API key.
-type AcquireBody struct {
-	Repo         string     `json:"repo"`
-	Project      string     `json:"project"`
-	Mode         grove.Mode `json:"mode"`
-	Conversation string     `json:"conversation,omitempty"`
-	Task         string     `json:"task,omitempty"`
-	Ref          string     `json:"ref,omitempty"`
-	Branch       string     `json:"branch,omitempty"`
-	Token        string     `json:"token,omitempty"` // per call, never stored or logged
-	Refresh      bool       `json:"refresh,omitempty"`
-}
-
-// EnsureRepoBody is POST /v1/repos.
-type EnsureRepoBody struct {
-	Repo    string `json:"repo"`
-	Ref     string `json:"ref,omitempty"`
-	Token   string `json:"token,omitempty"`
-	Refresh bool   `json:"refresh,omitempty"`
-}
-
-// PinBody is POST /v1/workspaces/{id}/pin; an empty body pins.
-type PinBody struct {
-	Pinned *bool `json:"pinned,omitempty"`
-}
-
-// ExecBody is POST /v1/workspaces/{id}/exec. Stdin and output are text;
-// invalid UTF-8 in output is replaced with U+FFFD.
-type ExecBody struct {
-	Argv      []string           `json:"argv,omitempty"`
-	Shell     string             `json:"shell,omitempty"`
-	Dir       string             `json:"dir,omitempty"`
-	Env       map[string]string  `json:"env,omitempty"`
-	Stdin     string             `json:"stdin,omitempty"`
-	TimeoutMS int64              `json:"timeout_ms,omitempty"`
-	MaxOutput int                `json:"max_output,omitempty"`
-	Class     grove.CommandClass `json:"class,omitempty"`
-}
-
-// Request converts the body to the service's request.
-func (b ExecBody) Request() grove.ExecRequest {
-	r := grove.ExecRequest{Argv: b.Argv, Shell: b.Shell, Dir: b.Dir, Env: b.Env, Timeout: time.Duration(b.TimeoutMS) * time.Millisecond, MaxOutput: b.MaxOutput, Class: b.Class}
-	if b.Stdin != "" {
-		r.Stdin = []byte(b.Stdin)
-	}
-	return r
-}
-
-// ExecBodyOf is the inverse of Request, for the client.
-func ExecBodyOf(r grove.ExecRequest) ExecBody {
-	return ExecBody{Argv: r.Argv, Shell: r.Shell, Dir: r.Dir, Env: r.Env, Stdin: string(r.Stdin), TimeoutMS: r.Timeout.Milliseconds(), MaxOutput: r.MaxOutput, Class: r.Class}
-}
-
-// ExecResponse is an exec result, and the data of the SSE "exit" event.
-type ExecResponse struct {
-	ExitCode      int    `json:"exit_code"`
-	Stdout        string `json:"stdout"`
-	Stderr        string `json:"stderr"`
-	TimedOut      bool   `json:"timed_out"`
-	Truncated     bool   `json:"truncated"`
-	StdoutOmitted int64  `json:"stdout_omitted,omitempty"`
-	StderrOmitted int64  `json:"stderr_omitted,omitempty"`
-	DurationMS    int64  `json:"duration_ms"`
-}
-
-// ExecResponseOf converts a result for the wire.
-func ExecResponseOf(r *grove.ExecResult) ExecResponse {
-	return ExecResponse{ExitCode: r.ExitCode, Stdout: string(r.Stdout), Stderr: string(r.Stderr), TimedOut: r.TimedOut, Truncated: r.Truncated,
-		StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted, DurationMS: r.Duration.Milliseconds()}
-}
-
-// Result converts back, for the client.
-func (e ExecResponse) Result() *grove.ExecResult {
-	return &grove.ExecResult{ExitCode: e.ExitCode, Stdout: []byte(e.Stdout), Stderr: []byte(e.Stderr), TimedOut: e.TimedOut, Truncated: e.Truncated,
-		StdoutOmitted: e.StdoutOmitted, StderrOmitted: e.StderrOmitted, Duration: time.Duration(e.DurationMS) * time.Millisecond}
-}
-
-// ChunkEvent is the data of the SSE "stdout" and "stderr" events.
-type ChunkEvent struct {
-	Data string `json:"data"`
-}
-
-// PushBody is POST /v1/workspaces/{id}/git/push.
-type PushBody struct {
-	Token          string `json:"token,omitempty"`
-	ForceWithLease bool   `json:"force_with_lease,omitempty"`
-	SetUpstream    bool   `json:"set_upstream,omitempty"`
-}
-
-// ToolResponse is POST /v1/workspaces/{id}/tools/{name}.
-type ToolResponse struct {
-	Text       string `json:"text"`
-	Structured any    `json:"structured,omitempty"`
-}
-
-// Lists are wrapped in objects so they can grow fields (pagination).
+// The wire types live in package wire so the Go client does not import
+// the server. These aliases keep the handlers' names short.
 type (
-	WorkspaceList struct {
-		Workspaces []*grove.Workspace `json:"workspaces"`
-	}
-	RepoList struct {
-		Repos []*grove.RepoCache `json:"repos"`
-	}
-	Tree struct {
-		Entries []grove.DirEntry `json:"entries"`
-	}
-	CommitLog struct {
-		Commits []grove.Commit `json:"commits"`
-	}
+	AcquireBody     = wire.AcquireBody
+	EnsureRepoBody  = wire.EnsureRepoBody
+	PinBody         = wire.PinBody
+	ExecBody        = wire.ExecBody
+	ExecResponse    = wire.ExecResponse
+	ChunkEvent      = wire.ChunkEvent
+	PushBody        = wire.PushBody
+	ToolResponse    = wire.ToolResponse
+	WorkspaceList   = wire.WorkspaceList
+	RepoList        = wire.RepoList
+	Tree            = wire.Tree
+	CommitLog       = wire.CommitLog
+	ErrorBody       = wire.ErrorBody
+	ErrorDetail     = wire.ErrorDetail
+	PullRequestBody = wire.PullRequestBody
+	PullCommentBody = wire.PullCommentBody
 )
-
-// ErrorBody is the one error shape of the API.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is a caller-safe error: Code is grove.Code of the kind.
-type ErrorDetail struct {
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
-}

@@ -41,6 +41,12 @@ type Options struct {
 	Caller tools.Caller
 	// Name and Version identify the server to clients.
 	Name, Version string
+	// CancelWith, when set, also cancels every tool call when it ends.
+	// Stateless HTTP sets it to the request's context: the request is the
+	// call's whole life, a client that closed it will never read the
+	// result, and a notifications/cancelled sent on another request cannot
+	// reach this one's session.
+	CancelWith context.Context
 }
 
 // NewServer returns an MCP server exposing the catalog.
@@ -65,7 +71,33 @@ func NewServer(svc grove.Service, opt Options) *mcp.Server {
 		}
 		addTool(s, svc, opt, t, bound)
 	}
+	if !writable {
+		s.AddReceivingMiddleware(refuseWriteTools(opt.Tools))
+	}
 	return s
+}
+
+// refuseWriteTools answers a call to a write tool that a read-only
+// workspace does not list the way every other transport does — a tool
+// error E_READ_ONLY_WORKSPACE — rather than the protocol's "unknown tool",
+// which would send the agent looking for a typo.
+func refuseWriteTools(ts *tools.Toolset) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			if t, ok := ts.Lookup(p.Name); ok && t.Write {
+				return errorResult(&tools.Error{Code: "E_READ_ONLY_WORKSPACE", Msg: "workspace is read-only (analysis mode); " + t.Name + " changes it",
+					Hint: "open an edit or task workspace with workspace_open to make changes", Err: grove.ErrReadOnly}), nil
+			}
+			return next(ctx, method, req)
+		}
+	}
 }
 
 func instructions(bound bool) string {
@@ -105,6 +137,12 @@ func addTool(s *mcp.Server, svc grove.Service, opt Options, t *tools.Tool, bound
 			OpenWorldHint:   &open,
 		},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if opt.CancelWith != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(opt.CancelWith, cancel)()
+		}
 		args := req.Params.Arguments
 		wsID := opt.WorkspaceID
 		if needsWS {
@@ -198,9 +236,18 @@ func HTTPHandler(svc grove.Service, options func(*http.Request) (Options, error)
 		if !ok {
 			return nil
 		}
+		o.CancelWith = r.Context()
 		return NewServer(svc, o)
-	}, &mcp.StreamableHTTPOptions{Stateless: true})
+	}, StreamableOptions())
 	return h
+}
+
+// StreamableOptions are the streamable HTTP options Grove serves MCP
+// with: stateless, and a call's handler context ends with its request for
+// every protocol version (the SDK's PropagateRequestCancellation covers
+// 2026-07-28 and later; Options.CancelWith covers the older ones).
+func StreamableOptions() *mcp.StreamableHTTPOptions {
+	return &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true}
 }
 
 type httpHandler struct {

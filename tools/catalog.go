@@ -46,7 +46,7 @@ func (ts *Toolset) definitions() []*Tool {
 				"Give about 3 lines of context around each change. Context is matched exactly, then ignoring trailing whitespace, then ignoring indentation; the level used is reported per file. dry_run=true checks without writing.",
 		}, applyPatch),
 		define(Tool{Name: "run_command", Title: "Run command", Write: true, Annotations: Annotations{Destructive: true, OpenWorld: true},
-			Description: "Run a shell command with `bash -lc` in the workspace's sandbox (cwd: the workspace root unless cwd is given). " +
+			Description: "Run a shell command with `bash -c` in the workspace's sandbox (cwd: the workspace root unless cwd is given; PATH: the sandbox's, which the operator configures). " +
 				"Returns exit code, stdout and stderr; a non-zero exit is a normal result. Output beyond max_output_bytes (default 30000 per stream) keeps its head and tail. " +
 				"The command is killed after timeout_s (default 120) and the partial output returned with timed_out=true. " +
 				"background=true starts it and returns a process_id to poll with process_io (for servers and long builds).",

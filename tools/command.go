@@ -11,9 +11,9 @@ import (
 )
 
 type RunCommandInput struct {
-	Command        string `json:"command" jsonschema:"shell command, run with bash -lc in the workspace's sandbox"`
+	Command        string `json:"command" jsonschema:"shell command, run with bash -c in the workspace's sandbox"`
 	Cwd            string `json:"cwd,omitempty" jsonschema:"working directory relative to the workspace root (default: the root)"`
-	TimeoutS       int    `json:"timeout_s,omitempty" jsonschema:"seconds before the command's whole process group is killed (default 120, max 3600)"`
+	TimeoutS       int    `json:"timeout_s,omitempty" jsonschema:"seconds before the command's whole process group is killed (default 120; over 3600, or over the server's cap, it is lowered to the cap and the result says so)"`
 	Stdin          string `json:"stdin,omitempty" jsonschema:"text fed to the command's standard input"`
 	Background     bool   `json:"background,omitempty" jsonschema:"start it and return at once with a process_id for process_io (servers, watchers, long builds)"`
 	MaxOutputBytes int    `json:"max_output_bytes,omitempty" jsonschema:"bytes of stdout and of stderr to keep, head and tail (default 30000, max 1000000)"`
@@ -27,6 +27,7 @@ type RunCommandOutput struct {
 	OmittedBytes    int64  `json:"omitted_bytes"`
 	FullLogPath     string `json:"full_log_path,omitempty"`
 	TimedOut        bool   `json:"timed_out"`
+	TimeoutCappedS  int    `json:"timeout_capped_s,omitempty" jsonschema:"set when timeout_s was over the server's maximum: the timeout the command ran under"`
 	DurationMS      int64  `json:"duration_ms"`
 	ProcessID       string `json:"process_id,omitempty"`
 	BackgroundStart bool   `json:"background,omitempty"`
@@ -41,16 +42,18 @@ const (
 	streamCap = 8 << 20
 )
 
-func commandTimeout(s int) (time.Duration, error) {
+// commandTimeout is the timeout for timeout_s; one over the maximum is
+// lowered to it (capped says so) rather than refused.
+func commandTimeout(s int) (d time.Duration, capped bool, err error) {
 	switch {
 	case s < 0:
-		return 0, invalidf("timeout_s must be positive")
+		return 0, false, invalidf("timeout_s must be positive")
 	case s == 0:
-		return defaultTimeout, nil
-	case time.Duration(s)*time.Second > maxTimeout:
-		return 0, invalidf("timeout_s %d is over the maximum of %d; use background=true for longer work", s, int(maxTimeout/time.Second))
+		return defaultTimeout, false, nil
+	case s > int(maxTimeout/time.Second):
+		return maxTimeout, true, nil
 	}
-	return time.Duration(s) * time.Second, nil
+	return time.Duration(s) * time.Second, false, nil
 }
 
 // runStreamed runs req with ExecStream, keeping the head and tail of each
@@ -97,7 +100,7 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 	if strings.TrimSpace(in.Command) == "" {
 		return RunCommandOutput{}, "", invalidf("command is empty")
 	}
-	timeout, err := commandTimeout(in.TimeoutS)
+	timeout, capped, err := commandTimeout(in.TimeoutS)
 	if err != nil {
 		return RunCommandOutput{}, "", err
 	}
@@ -113,7 +116,9 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 		return RunCommandOutput{}, "", err
 	}
 	req := grove.ExecRequest{
-		Argv:  []string{"bash", "-lc", in.Command},
+		// Not a login shell: /etc/profile would replace the sandbox's PATH
+		// (GROVE_SANDBOX_PATH) with the distribution's.
+		Argv:  []string{"bash", "-c", in.Command},
 		Dir:   dir,
 		Class: grove.ClassWrite, Timeout: timeout,
 		// The runtime stops streaming at its cap, keeping only a head; a
@@ -131,8 +136,13 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 		if err != nil {
 			return RunCommandOutput{}, "", err
 		}
-		return RunCommandOutput{ProcessID: id, BackgroundStart: true},
-			fmt.Sprintf("Started in the background as %s (killed after %s). Poll it with process_io.", id, req.Timeout), nil
+		out := RunCommandOutput{ProcessID: id, BackgroundStart: true}
+		text := fmt.Sprintf("Started in the background as %s (killed after %s", id, req.Timeout)
+		if capped {
+			out.TimeoutCappedS = int(timeout / time.Second)
+			text += ", the maximum; timeout_s was over it"
+		}
+		return out, text + "). Poll it with process_io.", nil
 	}
 	c.progress(0, timeout.Seconds(), "started")
 	res, stdout, stderr, err := c.runStreamed(ctx, req, maxOut, nil)
@@ -145,6 +155,13 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 		TimedOut:     res.TimedOut, DurationMS: res.Duration.Milliseconds(),
 	}
 	out.Truncated = out.OmittedBytes > 0
+	if res.CappedTimeout > 0 && res.CappedTimeout < timeout {
+		// A remote server lowered it further to its own cap.
+		timeout, capped = res.CappedTimeout, true
+	}
+	if capped {
+		out.TimeoutCappedS = int(timeout / time.Second)
+	}
 	return out, commandText(out, timeout), nil
 }
 
@@ -169,6 +186,9 @@ func commandText(out RunCommandOutput, timeout time.Duration) string {
 	}
 	if out.Stdout == "" && out.Stderr == "" {
 		b.WriteString("(no output)\n")
+	}
+	if out.TimeoutCappedS > 0 {
+		fmt.Fprintf(&b, "[timeout_s was over the server's maximum; the command ran with timeout_s %d]\n", out.TimeoutCappedS)
 	}
 	if out.Truncated {
 		fmt.Fprintf(&b, "[%d bytes omitted from the middle; to see everything, rerun with `> out.log 2>&1` and read_file or search_code out.log]\n", out.OmittedBytes)

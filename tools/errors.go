@@ -49,9 +49,11 @@ func Code(err error) string {
 	return asError(err).(*Error).Code
 }
 
-// defaultHints tell the model what to do next for each kind.
+// defaultHints tell the model what to do next for each kind. E_NOT_FOUND
+// has none: what is missing (a path, the workspace, a ref, the remote)
+// decides the hint, so the tools that know add it (notFound,
+// workspaceNotFound, git_diff, git_push).
 var defaultHints = map[string]string{
-	"E_NOT_FOUND":              "check the path with list_dir or find_files",
 	"E_IS_DIRECTORY":           "use list_dir to see its entries",
 	"E_BINARY_FILE":            "binary files cannot be shown as text; inspect them with run_command (for example `file` or `xxd | head`)",
 	"E_TOO_LARGE":              "narrow it: search_code for what you need, or run_command with `sed -n 'START,ENDp'`",
@@ -96,6 +98,19 @@ func withHint(err error, hint string) error {
 	cp := *e
 	cp.Hint = hint
 	return &cp
+}
+
+// workspaceNotFound explains err when the missing thing is the workspace
+// itself rather than something in it; otherwise it returns err unchanged.
+func workspaceNotFound(ctx context.Context, svc grove.Service, id string, err error) error {
+	if !errors.Is(err, grove.ErrNotFound) {
+		return err
+	}
+	if _, gerr := svc.Get(ctx, id); !errors.Is(gerr, grove.ErrNotFound) {
+		return err
+	}
+	return &Error{Code: "E_NOT_FOUND", Msg: fmt.Sprintf("workspace %q does not exist (or was destroyed)", clip(id, 64)),
+		Hint: "open a workspace with workspace_open and use the workspace_id it returns", Err: grove.ErrNotFound}
 }
 
 // notFound enriches a missing-path error with the closest names in the

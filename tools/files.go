@@ -16,8 +16,8 @@ const maxFileBytes = 10 << 20
 
 type ReadFileInput struct {
 	Path   string `json:"path" jsonschema:"file path relative to the workspace root"`
-	Offset int    `json:"offset,omitempty" jsonschema:"1-based line to start at (default 1)"`
-	Limit  int    `json:"limit,omitempty" jsonschema:"number of lines to return (default 500, max 2000)"`
+	Offset int    `json:"offset,omitempty" minimum:"1" jsonschema:"1-based line to start at (default 1)"`
+	Limit  int    `json:"limit,omitempty" minimum:"1" jsonschema:"number of lines to return (default 500, max 2000)"`
 }
 
 type ReadFileOutput struct {

@@ -56,7 +56,7 @@ func gitStatus(ctx context.Context, c *call, _ Empty) (grove.Status, string, err
 func shortSHA(s string) string { return clip(s, 12) }
 
 type GitDiffInput struct {
-	BaseRef    string   `json:"base_ref,omitempty" jsonschema:"compare the working tree with this ref (default: HEAD, i.e. uncommitted changes)"`
+	BaseRef    string   `json:"base_ref,omitempty" jsonschema:"compare the working tree with this commit: a branch (main, or origin/main), a tag, a commit sha, HEAD~N or HEAD^ (default: HEAD, i.e. uncommitted changes); ranges (a..b) are not accepted"`
 	Paths      []string `json:"paths,omitempty" jsonschema:"limit to these paths"`
 	StagedOnly bool     `json:"staged_only,omitempty" jsonschema:"only changes staged in the index"`
 	StatOnly   bool     `json:"stat_only,omitempty" jsonschema:"only the per-file summary, no patch"`
@@ -79,6 +79,9 @@ func gitDiff(ctx context.Context, c *call, in GitDiffInput) (grove.Diff, string,
 	}
 	d, err := c.svc.Diff(ctx, c.ws, grove.DiffRequest{BaseRef: in.BaseRef, Paths: in.Paths, StagedOnly: in.StagedOnly, StatOnly: in.StatOnly, MaxBytes: in.MaxBytes})
 	if err != nil {
+		if in.BaseRef != "" && (isKind(err, grove.ErrNotFound) || isKind(err, grove.ErrInvalid)) {
+			return grove.Diff{}, "", withHint(err, "base_ref takes a branch (main), a remote branch (origin/main), a tag, a commit SHA or HEAD~N; git_log lists commits")
+		}
 		return grove.Diff{}, "", err
 	}
 	var b strings.Builder
@@ -172,6 +175,9 @@ func gitPush(ctx context.Context, c *call, in GitPushInput) (grove.PushResult, s
 	if err != nil {
 		if isKind(err, grove.ErrConflict) {
 			return grove.PushResult{}, "", withHint(err, "the remote branch has commits you do not have; fetch and rebase with run_command, then push with force_with_lease=true")
+		}
+		if isKind(err, grove.ErrNotFound) {
+			return grove.PushResult{}, "", withHint(err, "the remote repository was not found: it may have been moved, renamed or deleted, or the credential cannot see it; tell the user")
 		}
 		return grove.PushResult{}, "", err
 	}

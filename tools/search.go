@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/wire"
 )
 
 type FindFilesInput struct {
@@ -103,7 +104,9 @@ func findFiles(ctx context.Context, c *call, in FindFilesInput) (FindFilesOutput
 	if in.IncludeHidden {
 		args = append(args, "--hidden", "--glob", "!.git/")
 	}
-	args = append(args, "--", dir)
+	// Paths reach rg raw; names come back escaped (wire.EscapePath), like
+	// every other name a tool shows.
+	args = append(args, "--", wire.UnescapePath(dir))
 	outb, err := c.rg(ctx, args)
 	if err != nil {
 		return FindFilesOutput{}, "", err
@@ -111,7 +114,7 @@ func findFiles(ctx context.Context, c *call, in FindFilesInput) (FindFilesOutput
 	var paths []string
 	for _, p := range bytes.Split(outb, []byte{0}) {
 		if len(p) > 0 {
-			paths = append(paths, strings.TrimPrefix(string(p), "./"))
+			paths = append(paths, wire.EscapePath(strings.TrimPrefix(string(p), "./")))
 		}
 	}
 	sort.Strings(paths)
@@ -256,7 +259,7 @@ func searchCode(ctx context.Context, c *call, in SearchCodeInput) (SearchCodeOut
 		if in.Glob != "" {
 			args = append(args, "--glob", in.Glob)
 		}
-		args = append(args, "--regexp", in.Pattern, "--", dir)
+		args = append(args, "--regexp", in.Pattern, "--", wire.UnescapePath(dir))
 		raw, err := c.rg(ctx, args)
 		if err != nil {
 			return out, "", err
@@ -269,7 +272,7 @@ func searchCode(ctx context.Context, c *call, in SearchCodeInput) (SearchCodeOut
 		if mode == "files" {
 			for _, p := range bytes.Split(raw, []byte{0}) {
 				if s := strings.TrimSpace(string(p)); s != "" {
-					recs = append(recs, rec{path: strings.TrimPrefix(s, "./")})
+					recs = append(recs, rec{path: wire.EscapePath(strings.TrimPrefix(s, "./"))})
 				}
 			}
 		} else {
@@ -280,7 +283,7 @@ func searchCode(ctx context.Context, c *call, in SearchCodeInput) (SearchCodeOut
 					continue
 				}
 				cnt, _ := strconv.Atoi(string(n))
-				recs = append(recs, rec{strings.TrimPrefix(string(p), "./"), cnt})
+				recs = append(recs, rec{wire.EscapePath(strings.TrimPrefix(string(p), "./")), cnt})
 			}
 		}
 		sort.Slice(recs, func(i, j int) bool { return recs[i].path < recs[j].path })

@@ -115,7 +115,7 @@ func testCommand(fw, path, filter string) (string, error) {
 }
 
 func runTests(ctx context.Context, c *call, in RunTestsInput) (RunTestsOutput, string, error) {
-	timeout, err := commandTimeout(in.TimeoutS)
+	timeout, _, err := commandTimeout(in.TimeoutS)
 	if err != nil {
 		return RunTestsOutput{}, "", err
 	}
@@ -149,7 +149,7 @@ func runTests(ctx context.Context, c *call, in RunTestsInput) (RunTestsOutput, s
 	}
 	c.progress(0, 0, "running "+cmd)
 	res, stdout, stderr, err := c.runStreamed(ctx, grove.ExecRequest{
-		Argv: []string{"bash", "-lc", cmd + " 2>&1"}, Class: grove.ClassTest, Timeout: timeout, MaxOutput: streamCap,
+		Argv: []string{"bash", "-c", cmd + " 2>&1"}, Class: grove.ClassTest, Timeout: timeout, MaxOutput: streamCap,
 	}, 1<<20, onLine)
 	if err != nil {
 		return out, "", err
@@ -173,10 +173,11 @@ func runTests(ctx context.Context, c *call, in RunTestsInput) (RunTestsOutput, s
 		_, _ = ht.Write([]byte(text))
 		out.Output = ht.String()
 	}
-	if out.Failed == 0 && len(out.Failures) == 0 && res.ExitCode != 0 && !res.TimedOut {
+	if out.Failed == 0 && res.ExitCode != 0 && !res.TimedOut {
 		// Build errors, collection errors, a missing runner: the run failed
-		// without a failing test to blame.
-		out.Failures = append(out.Failures, FailedTest{Name: "(run failed before or outside any test)", Excerpt: tailLines(out.Output, 40)})
+		// without a failing test to blame. That is an error, not a result
+		// with failed: 0 that reads as a pass.
+		return out, "", runFailed(fw, cmd, res.ExitCode, out)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d passed, %d failed, %d skipped; exit code %d\n$ %s\n", fw, out.Passed, out.Failed, out.Skipped, out.ExitCode, cmd)
@@ -190,6 +191,24 @@ func runTests(ctx context.Context, c *call, in RunTestsInput) (RunTestsOutput, s
 		b.WriteString("\n--- output ---\n" + tailLines(out.Output, 80) + "\n")
 	}
 	return out, b.String(), nil
+}
+
+// runFailed is the error of a test run that failed before or outside any
+// test: E_NOT_INSTALLED when the runner was not found (exit 127), else
+// E_TEST_RUN_FAILED, both with the end of the output.
+func runFailed(fw, cmd string, exit int, out RunTestsOutput) error {
+	excerpt := tailLines(out.Output, 40)
+	if exit == 127 {
+		return &Error{Code: "E_NOT_INSTALLED", Msg: fmt.Sprintf("%s: the test runner was not found in the sandbox (exit 127)\n$ %s\n%s", fw, cmd, excerpt),
+			Hint: "the runner is not on the sandbox PATH; the operator can add its directory with GROVE_SANDBOX_PATH, or run it by full path with run_command", Err: grove.ErrNotInstalled}
+	}
+	if fw == "make" {
+		return &Error{Code: "E_TEST_RUN_FAILED", Msg: fmt.Sprintf("make: the run failed (exit code %d); make reports no per-test results\n$ %s\n%s", exit, cmd, excerpt),
+			Hint: "read the output for the failing test or build step, fix it, then run the tests again", Err: grove.ErrRejected}
+	}
+	return &Error{Code: "E_TEST_RUN_FAILED", Msg: fmt.Sprintf("%s: the run failed outside any test (exit code %d; %d passed, %d skipped): build, collection or setup error\n$ %s\n%s",
+		fw, exit, out.Passed, out.Skipped, cmd, excerpt),
+		Hint: "fix the error shown (often a compile error), then run the tests again", Err: grove.ErrRejected}
 }
 
 func tailLines(s string, n int) string {

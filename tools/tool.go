@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -135,7 +137,7 @@ func (ts *Toolset) Call(ctx context.Context, svc grove.Service, workspaceID, nam
 		if t.Write {
 			ws, err := svc.Get(ctx, workspaceID)
 			if err != nil {
-				return nil, asError(err)
+				return nil, asError(workspaceNotFound(ctx, svc, workspaceID, err))
 			}
 			if err := ws.RequireWritable(); err != nil {
 				return nil, asError(err)
@@ -144,6 +146,9 @@ func (ts *Toolset) Call(ctx context.Context, svc grove.Service, workspaceID, nam
 	}
 	res, err := t.Handler(ctx, svc, workspaceID, input, progress)
 	if err != nil {
+		if !t.Unbound {
+			err = workspaceNotFound(ctx, svc, workspaceID, err)
+		}
 		return nil, asError(err)
 	}
 	return res, nil
@@ -180,6 +185,7 @@ func define[In, Out any](d Tool, h func(ctx context.Context, c *call, in In) (Ou
 		// A tool without inputs still takes an (empty) object.
 		in.Properties = map[string]*jsonschema.Schema{}
 	}
+	setMinimums(in, reflect.TypeFor[In]())
 	t.InputSchema, t.OutputSchema = in, out
 	if t.input, err = in.Resolve(nil); err != nil {
 		panic(fmt.Sprintf("tools: resolve %s input schema: %v", d.Name, err))
@@ -200,6 +206,38 @@ func define[In, Out any](d Tool, h func(ctx context.Context, c *call, in In) (Ou
 		return &Result{Text: text, Structured: normalize(out)}, nil
 	}
 	return &t
+}
+
+// setMinimums gives every integer input a "minimum": 0, or the field's
+// `minimum:"N"` tag, so a negative count or offset fails the schema on
+// every transport, and the model sees the bound. An omitted field is not
+// checked: its zero value means "the default".
+func setMinimums(s *jsonschema.Schema, t reflect.Type) {
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		prop := s.Properties[name]
+		if prop == nil || !f.IsExported() {
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		default:
+			continue
+		}
+		m := 0.0
+		if v := f.Tag.Get("minimum"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				panic(fmt.Sprintf("tools: field %s: minimum tag %q", f.Name, v))
+			}
+			m = float64(n)
+		}
+		prop.Minimum = &m
+	}
 }
 
 // normalize turns nil slices in a struct's top level into empty ones, so

@@ -179,3 +179,63 @@ func TestEvictPassReportsAsJSON(t *testing.T) {
 		t.Fatalf("workspace still listed: %s", out)
 	}
 }
+
+// Usage mistakes are the caller's, not internal errors.
+func TestUsageErrorsAreInvalidArgument(t *testing.T) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	for _, args := range [][]string{
+		{"repo", "ensure", "-oops/x"},
+		{"bogus"},
+		{"repo", "bogus"},
+		{"ws", "acquire"},                 // a required flag missing
+		{"ws", "show"},                    // an argument missing
+		{"keys", "create", "--nope", "u"}, // an unknown long flag
+	} {
+		r := e.run("", args...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code == 0 || len(lines) != 1 || !strings.HasPrefix(lines[0], "grove: E_INVALID_ARGUMENT: ") {
+			t.Errorf("grove %v: exit %d, stderr %q; want one E_INVALID_ARGUMENT line", args, r.code, r.stderr)
+		}
+	}
+}
+
+// The README's first server step runs on a machine with no data root yet.
+func TestKeysCreateMakesTheRoot(t *testing.T) {
+	e := &cliEnv{t: t, root: filepath.Join(t.TempDir(), "not", "yet")}
+	out := e.ok("", "keys", "create", "--user", "alice")
+	if !strings.HasPrefix(strings.TrimSpace(out), "grove_") {
+		t.Fatalf("keys create printed %q", out)
+	}
+	if fi, err := os.Stat(e.root); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("root: %v %v", fi, err)
+	}
+}
+
+// Commands run with GROVE_SANDBOX_PATH, or by default the standard
+// directories plus the toolchains found on this host.
+func TestSandboxPath(t *testing.T) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	var cfg map[string]string
+	if err := json.Unmarshal([]byte(e.ok("", "config", "--json")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/usr/local/go/bin", "/usr/local/cargo/bin"} {
+		_, err := os.Stat(d)
+		if has := strings.Contains(":"+cfg["sandbox_path"]+":", ":"+d+":"); has != (err == nil) {
+			t.Errorf("sandbox_path %q: has %s = %v, exists = %v", cfg["sandbox_path"], d, has, err == nil)
+		}
+	}
+	if !strings.Contains(cfg["sandbox_path"], "/usr/bin") {
+		t.Errorf("sandbox_path %q lacks /usr/bin", cfg["sandbox_path"])
+	}
+	repo := gitRepo(t)
+	var ws map[string]any
+	json.Unmarshal([]byte(e.ok("", "ws", "acquire", "--repo", repo, "--conversation", "p", "--json")), &ws)
+	if out := e.ok("", "exec", ws["id"].(string), "--", "sh", "-c", "echo $PATH"); strings.TrimSpace(out) != cfg["sandbox_path"] {
+		t.Errorf("default PATH in the sandbox %q, want %q", out, cfg["sandbox_path"])
+	}
+	t.Setenv("GROVE_SANDBOX_PATH", "/opt/custom/bin:/usr/bin:/bin")
+	if out := e.ok("", "exec", ws["id"].(string), "--", "sh", "-c", "echo $PATH"); strings.TrimSpace(out) != "/opt/custom/bin:/usr/bin:/bin" {
+		t.Errorf("GROVE_SANDBOX_PATH in the sandbox: %q", out)
+	}
+}

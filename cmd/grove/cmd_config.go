@@ -33,6 +33,7 @@ func (c *cli) configCmd() *cobra.Command {
 				{"store", orDefault(redactURL(c.cfg.Store), "sqlite")},
 				{"locks", orDefault(redactURL(c.cfg.Locks), "local")},
 				{"runtime", runtime},
+				{"sandbox_path", c.cfg.sandboxPath(runtime)},
 				{"allow_unisolated", fmt.Sprint(c.cfg.AllowUnisolated)},
 				{"network", c.cfg.Network},
 				{"fetch_freshness", c.cfg.Freshness.String()},

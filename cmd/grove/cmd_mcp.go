@@ -8,6 +8,7 @@ import (
 	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/mcpserver"
 	"github.com/grove-dev/grove/tools"
+	"github.com/grove-dev/grove/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +38,12 @@ func (c *cli) mcpCmd() *cobra.Command {
 			}
 			ts := tools.New(tools.Options{})
 			defer ts.Close()
-			err = mcpserver.ServeStdio(ctx, a.svc, mcpserver.Options{
+			svc := a.svc
+			if a.engine != nil {
+				// A server's client already speaks escaped names.
+				svc = wire.EscapeNames(svc)
+			}
+			err = mcpserver.ServeStdio(ctx, svc, mcpserver.Options{
 				Tools: ts, WorkspaceID: id,
 				Caller: tools.Caller{User: c.cfg.User, Token: tok},
 			})

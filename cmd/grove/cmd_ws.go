@@ -30,14 +30,11 @@ func (c *cli) wsCmd() *cobra.Command {
 			req.User = c.cfg.User
 			req.Mode = grove.Mode(mode)
 			if req.Mode == "" {
-				switch {
-				case req.Task != "":
-					req.Mode = grove.ModeTask
-				case req.Conversation != "":
-					req.Mode = grove.ModeEdit
-				default:
-					req.Mode = grove.ModeAnalysis
+				m, err := grove.InferMode(req.Conversation, req.Task)
+				if err != nil {
+					return err
 				}
+				req.Mode = m
 			}
 			tok, err := tokenFrom(tokenFile)
 			if err != nil {

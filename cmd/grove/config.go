@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,7 @@ type config struct {
 	DiskReserve     uint64        // GROVE_DISK_RESERVE: free bytes kept for Grove itself (0: 1 GiB)
 	PinsPerUser     int           // GROVE_PINS_PER_USER: pinned workspaces per user (0: 10)
 	WorkspacesPer   int           // GROVE_WORKSPACES_PER_USER: workspaces per user (0: 100, -1: none)
+	SandboxPath     string        // GROVE_SANDBOX_PATH: PATH of sandboxed commands (default: see sandboxPath)
 	JSON            bool
 	Quiet           bool
 }
@@ -71,6 +73,7 @@ func loadConfig() config {
 		NoSync:          envBool("GROVE_NO_SYNC"),
 		Store:           os.Getenv("GROVE_STORE"),
 		Locks:           os.Getenv("GROVE_LOCKS"),
+		SandboxPath:     os.Getenv("GROVE_SANDBOX_PATH"),
 	}
 	c.WorkspaceQuota, _ = strconv.ParseInt(os.Getenv("GROVE_WORKSPACE_QUOTA"), 10, 64)
 	c.UserQuota, _ = strconv.ParseInt(os.Getenv("GROVE_USER_QUOTA"), 10, 64)
@@ -97,4 +100,30 @@ func (c *config) pickRuntime() (string, error) {
 		return c.Runtime, nil
 	}
 	return "", fmt.Errorf("unknown runtime %q (want bwrap, subprocess or docker)", c.Runtime)
+}
+
+// toolchainDirs are where language toolchains install themselves outside
+// the standard PATH; the ones present on this host join the sandbox PATH,
+// so run_tests finds go or cargo where they usually live.
+var toolchainDirs = []string{"/usr/local/go/bin", "/usr/local/cargo/bin"}
+
+// sandboxPath is the PATH commands run with: GROVE_SANDBOX_PATH, else for
+// host runtimes (bwrap, subprocess: they see the host's /usr) the standard
+// directories plus the toolchain directories that exist here. For docker
+// it is "" — the image's own PATH.
+func (c *config) sandboxPath(runtime string) string {
+	if c.SandboxPath != "" {
+		return c.SandboxPath
+	}
+	if runtime == "docker" {
+		return ""
+	}
+	dirs := []string{"/usr/local/sbin", "/usr/local/bin"}
+	for _, d := range toolchainDirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	dirs = append(dirs, "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+	return strings.Join(dirs, ":")
 }

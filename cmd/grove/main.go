@@ -25,7 +25,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	err := execute(ctx, newRoot())
 	stop()
 	var ee exitError
 	switch {
@@ -37,6 +37,42 @@ func main() {
 		fmt.Fprintf(os.Stderr, "grove: %s: %v\n", grove.Code(err), err)
 		os.Exit(1)
 	}
+}
+
+// execute runs the command line. Errors before any command body ran —
+// unknown flags, commands or arguments, missing required flags — are the
+// caller's: they are ErrInvalid, not internal errors.
+func execute(ctx context.Context, root *cobra.Command) error {
+	started := false
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+		switch {
+		case cmd.RunE != nil:
+			run := cmd.RunE
+			cmd.RunE = func(cc *cobra.Command, args []string) error {
+				started = true
+				return run(cc, args)
+			}
+		case cmd.HasParent() && cmd.HasSubCommands():
+			// A group like "grove repo" would otherwise print its help
+			// and succeed when given an unknown subcommand.
+			cmd.RunE = func(cc *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return grove.Errorf(grove.ErrInvalid, "unknown command %q for %q", args[0], cc.CommandPath())
+				}
+				return cc.Help()
+			}
+		}
+	}
+	walk(root)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !started && grove.KindOf(err) == nil {
+		return grove.Errorf(grove.ErrInvalid, "%v (see grove --help)", err)
+	}
+	return err
 }
 
 // cli carries what every command needs.

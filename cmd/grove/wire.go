@@ -52,6 +52,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Identity: gitrepo.Identity{Name: cfg.AuthorName, Email: cfg.AuthorEmail},
 	}
 	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness}, fsops.Options{NoSync: cfg.NoSync})
+	runtimeKind, _ := cfg.pickRuntime() // openDriver reports its error
 	drv, err := openDriver(ctx, cfg)
 	if err != nil {
 		st.Close()
@@ -86,7 +87,8 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 			WorkspaceQuota: cfg.WorkspaceQuota, UserQuota: cfg.UserQuota,
 			Reserve: cfg.DiskReserve, PinsPerUser: cfg.PinsPerUser, WorkspacesPerUser: cfg.WorkspacesPer, Root: cfg.Root,
 		},
-		Logger: logger,
+		SandboxPath: cfg.sandboxPath(runtimeKind),
+		Logger:      logger,
 	})
 	if err != nil {
 		closeLocks()
@@ -129,6 +131,10 @@ func openStore(ctx context.Context, cfg config) (keyedStore, error) {
 	// Each case returns nil, not a typed nil pointer, on failure.
 	switch dsn := cfg.Store; {
 	case dsn == "" || dsn == "sqlite":
+		// The first command on a new machine may be "grove keys create".
+		if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+			return nil, err
+		}
 		st, err := sqlite.Open(ctx, filepath.Join(cfg.Root, "grove.db"))
 		if err != nil {
 			return nil, err

@@ -79,11 +79,16 @@ func (d *Driver) commandUID() (int, error) {
 	return uid, nil
 }
 
-// grantWorkspace gives the command uid read-write access to a writable
-// workspace the server owns but commands do not (a root server). It walks
-// the tree once: a workspace whose root already carries the entry was
-// granted before, and what appeared since inherited the default entries.
-func (d *Driver) grantWorkspace(dir string) error {
+// grantWorkspace gives the command uid access to a workspace the server
+// owns but commands do not (a root server): read-write for a writable
+// workspace, read-only for an analysis one. It walks the tree once: a
+// workspace whose root already carries the entry was granted before, and
+// what appeared since inherited the default entries.
+func (d *Driver) grantWorkspace(dir string, writable bool) error {
+	dirPerm, filePerm := uint16(5), uint16(4)
+	if writable {
+		dirPerm, filePerm = 7, 6
+	}
 	uid, err := d.commandUID()
 	if err != nil {
 		return err
@@ -114,15 +119,15 @@ func (d *Driver) grantWorkspace(dir string) error {
 		}
 		mode := info.Mode().Perm()
 		if e.IsDir() {
-			if err := syscall.Setxattr(p, xattrDflt, acl(mode, uint32(uid), 7), 0); err != nil {
+			if err := syscall.Setxattr(p, xattrDflt, acl(mode, uint32(uid), dirPerm), 0); err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
-			return syscall.Setxattr(p, xattrAccess, acl(mode, uint32(uid), 7), 0)
+			return syscall.Setxattr(p, xattrAccess, acl(mode, uint32(uid), dirPerm), 0)
 		}
 		if !info.Mode().IsRegular() {
 			return nil
 		}
-		perm := uint16(6)
+		perm := filePerm
 		if mode&0o100 != 0 {
 			perm |= 1
 		}
@@ -131,7 +136,7 @@ func (d *Driver) grantWorkspace(dir string) error {
 	if err != nil {
 		if errors.Is(err, syscall.ENOTSUP) {
 			return grove.Errorf(grove.ErrUnavailable,
-				"the workspace's filesystem has no POSIX ACLs, so uid %d cannot be given write access to a root-owned workspace: run the server as a non-root user (%v)", uid, err)
+				"the workspace's filesystem has no POSIX ACLs, so uid %d cannot be given access to a root-owned workspace: run the server as a non-root user (%v)", uid, err)
 		}
 		return fmt.Errorf("grant uid %d access to the workspace: %v: %w", uid, err, grove.ErrUnavailable)
 	}

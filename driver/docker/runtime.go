@@ -53,10 +53,10 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
-	if spec.Writable && !d.ro {
-		if err := d.grantWorkspace(spec.WorkDir); err != nil {
-			return nil, err
-		}
+	// Analysis workspaces need the grant too: read access for the
+	// command uid (their mount is read-only either way).
+	if err := d.grantWorkspace(spec.WorkDir, spec.Writable && !d.ro); err != nil {
+		return nil, err
 	}
 	name := ContainerName(spec.User, spec.Project, spec.Network)
 	d.mu.Lock()

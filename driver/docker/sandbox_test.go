@@ -477,3 +477,36 @@ func TestRootOwnedWorkspace(t *testing.T) {
 		t.Fatalf("host sees %q after the agent's commit", got)
 	}
 }
+
+// A root server's analysis workspace (read-only, drwx------ root) is
+// readable by the command user, and still not writable.
+func TestRootOwnedAnalysisWorkspaceIsReadable(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root server's workspaces belong to another uid than its commands")
+	}
+	d := newDriver(t, docker.Options{})
+	dir := filepath.Join(t.TempDir(), "ws")
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("hello\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "sub", "x.sh"), []byte("#!/bin/sh\necho run\n"), 0o700)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	spec := driver.Spec{WorkspaceID: fmt.Sprintf("rootowned-ro-%d", os.Getpid()), User: "u", Project: project(t), WorkDir: dir, Writable: false}
+	if _, err := d.Create(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Destroy(context.Background(), spec.WorkspaceID) })
+	res := ok(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "cat README.md; ls sub; sub/x.sh", Class: grove.ClassRead})
+	if string(res.Stdout) != "hello\nx.sh\nrun\n" {
+		t.Fatalf("read inside: %q %q", res.Stdout, res.Stderr)
+	}
+	if res := run(t, d, spec.WorkspaceID, grove.ExecRequest{Shell: "echo x > new.txt", Class: grove.ClassRead}); res.ExitCode == 0 {
+		t.Fatal("an analysis workspace was writable")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.txt")); err == nil {
+		t.Fatal("new.txt was created")
+	}
+}

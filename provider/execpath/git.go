@@ -2,6 +2,7 @@ package execpath
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -38,9 +39,21 @@ func Log(ctx context.Context, x Execer, id string, limit int, path string) ([]gr
 // MaxBytes (default 1 MiB) with Truncated set. Paths must already be
 // validated workspace paths.
 func Diff(ctx context.Context, x Execer, id string, req grove.DiffRequest) (*grove.Diff, error) {
-	base := req.BaseRef
-	if base == "" {
-		base = "HEAD"
+	base := "HEAD"
+	if req.BaseRef != "" {
+		// What an agent naturally writes: HEAD~1, or "main" for a branch
+		// the workspace has only as origin/main.
+		var err error
+		base, err = gitrepo.ResolveRevision(req.BaseRef, func(rev string) (bool, error) {
+			_, err := commitOf(ctx, x, id, rev) // ResolveRevision validated rev
+			if errors.Is(err, grove.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	var rev []string
 	if req.StagedOnly {

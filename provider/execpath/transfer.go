@@ -18,6 +18,11 @@ func Head(ctx context.Context, x Execer, id, ref string) (string, error) {
 	if err := gitrepo.ValidateRef(ref); err != nil {
 		return "", err
 	}
+	return commitOf(ctx, x, id, ref)
+}
+
+// commitOf resolves an already validated ref or revision in the workspace.
+func commitOf(ctx context.Context, x Execer, id, ref string) (string, error) {
 	res, err := run(ctx, x, id, grove.ExecRequest{Argv: []string{"git", "rev-parse", "--verify", "--quiet", "--end-of-options", ref + "^{commit}"}}, 1)
 	if err != nil {
 		return "", err

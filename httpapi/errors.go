@@ -18,6 +18,10 @@ import (
 //   - ErrAuthFailed is git's upstream authentication, not the API key:
 //     502, so clients do not drop their key.
 func StatusOf(err error) int {
+	var bt *bodyTimeoutError
+	if errors.As(err, &bt) {
+		return http.StatusRequestTimeout
+	}
 	switch grove.KindOf(err) {
 	case grove.ErrNotFound:
 		return http.StatusNotFound
@@ -76,9 +80,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	if status == http.StatusInternalServerError {
 		if l := loggerFrom(r.Context()); l != nil {
-			l.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()), "err", err)
+			// Clipped: an error may quote a caller's (huge) path.
+			l.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()), "err", clip(err.Error(), 1024))
 		}
 	}
+	setRetryAfter(w, err, status)
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="grove"`)
 	}

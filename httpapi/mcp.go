@@ -30,12 +30,13 @@ func (s *Server) mountMCP() {
 		return mcpserver.NewServer(m.svc, m.opt)
 	}, &mcp.StreamableHTTPOptions{Stateless: true})
 	serve := func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.authenticate(r)
-		if err != nil {
-			writeError(w, r, err)
+		c, r, done, ok := s.admit(w, r)
+		if !ok {
 			return
 		}
-		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token}}
+		defer done()
+		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token, Bind: c.bind},
+			Limit: func(context.Context, string) (func(), error) { return s.acquireSlot(c.p.User) }}
 		if id := r.PathValue("id"); id != "" {
 			ws, err := c.svc.Get(r.Context(), id)
 			if err != nil {
@@ -46,6 +47,10 @@ func (s *Server) mountMCP() {
 			opt.WorkspaceID, opt.Writable = ws.ID, &writable
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		if err := s.checkMCPBatch(r); err != nil {
+			writeError(w, r, err)
+			return
+		}
 		ctx := context.WithValue(r.Context(), mcpKey{}, &mcpCall{svc: c.svc, opt: opt})
 		h.ServeHTTP(w, r.WithContext(ctx))
 	}

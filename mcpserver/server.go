@@ -41,6 +41,10 @@ type Options struct {
 	Caller tools.Caller
 	// Name and Version identify the server to clients.
 	Name, Version string
+	// Limit, when set, gates every tool call (each call of a JSON-RPC
+	// batch on its own): it returns a release func for when the call ends,
+	// or the error the call answers with instead (a tool error result).
+	Limit func(ctx context.Context, tool string) (release func(), err error)
 }
 
 // NewServer returns an MCP server exposing the catalog.
@@ -112,6 +116,13 @@ func addTool(s *mcp.Server, svc grove.Service, opt Options, t *tools.Tool, bound
 			if wsID, args, err = splitWorkspaceID(args); err != nil {
 				return errorResult(err), nil
 			}
+		}
+		if opt.Limit != nil {
+			release, err := opt.Limit(ctx, t.Name)
+			if err != nil {
+				return errorResult(err), nil
+			}
+			defer release()
 		}
 		progress := progressFunc(ctx, req)
 		res, err := opt.Tools.Call(tools.WithCaller(ctx, opt.Caller), svc, wsID, t.Name, args, progress)

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTPServer returns an http.Server for s with its request limits:
+// MaxHeaderBytes, a header timeout and an idle timeout. Body and write
+// deadlines are per request (see withBodyDeadline and extendWrite), so
+// long commands and event streams are not cut off by a fixed
+// ReadTimeout/WriteTimeout. Serve it on s.Listener(ln).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    s.lim.MaxHeaderBytes,
+	}
+}
+
+// Listener wraps ln with the connection limits (Limits.MaxConns and
+// MaxConnsPerIP).
+func (s *Server) Listener(ln net.Listener) *ConnLimiter {
+	return LimitListener(ln, s.lim.MaxConns, s.lim.MaxConnsPerIP)
+}
+
+// ConnLimiter is a net.Listener that holds at most total connections, and
+// at most perIP from one client address. A connection over either limit
+// is accepted and answered at once with a canned 503 (Retry-After: 1,
+// Connection: close, the API's error shape) without reading its request,
+// then closed: it costs a file descriptor for microseconds, the accept
+// loop never stalls, and the client learns why instead of hanging.
+type ConnLimiter struct {
+	net.Listener
+	total, perIP int
+
+	mu   sync.Mutex
+	n    int
+	byIP map[string]int
+
+	refused atomic.Int64
+}
+
+// LimitListener wraps ln; a limit of 0 or less means none.
+func LimitListener(ln net.Listener, total, perIP int) *ConnLimiter {
+	return &ConnLimiter{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}}
+}
+
+// Refused counts connections turned away so far.
+func (l *ConnLimiter) Refused() int64 { return l.refused.Load() }
+
+// Open is how many accepted connections are open.
+func (l *ConnLimiter) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+var refusal = func() []byte {
+	body := `{"error":{"code":"E_RESOURCE_LIMIT","message":"too many connections; retry later","details":{}}}` + "\n"
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}()
+
+// Accept returns the next connection within the limits.
+func (l *ConnLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		if l.take(ip) {
+			return &limitedConn{Conn: c, release: func() { l.put(ip) }}, nil
+		}
+		l.refused.Add(1)
+		// A fresh socket's send buffer is empty, so this write does not
+		// block; the deadline is for pathological cases only.
+		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.Write(refusal)
+		_ = c.Close()
+	}
+}
+
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+func (l *ConnLimiter) take(ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if (l.total > 0 && l.n >= l.total) || (l.perIP > 0 && l.byIP[ip] >= l.perIP) {
+		return false
+	}
+	l.n++
+	l.byIP[ip]++
+	return true
+}
+
+func (l *ConnLimiter) put(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n--
+	if l.byIP[ip]--; l.byIP[ip] <= 0 {
+		delete(l.byIP, ip)
+	}
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

@@ -206,7 +206,11 @@ func (s *Server) authed(h handler) http.Handler {
 			return
 		}
 		defer done()
-		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		// PUT is only file uploads, which writeFile caps at MaxFileBytes;
+		// the JSON cap here would refuse every file over 1 MiB.
+		if r.Method != http.MethodPut {
+			r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		}
 		if err := h(w, r, c); err != nil {
 			writeError(w, r, revokedCause(r.Context(), err))
 		}

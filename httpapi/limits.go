@@ -384,3 +384,21 @@ func writeChunked(w http.ResponseWriter, data []byte) {
 		data = data[n:]
 	}
 }
+
+// gateMCPCall admits one MCP tool call: it takes a slot, and ties the
+// call's context to the HTTP request's, which ends when the client goes
+// away or the key is revoked (the SDK's call context does not follow the
+// request in stateless mode).
+func (s *Server) gateMCPCall(callCtx, reqCtx context.Context, c *caller) (context.Context, func(), error) {
+	release, err := s.acquireSlot(c.p.User)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(callCtx)
+	stop := context.AfterFunc(reqCtx, func() { cancel(context.Cause(reqCtx)) })
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+		release()
+	}, nil
+}

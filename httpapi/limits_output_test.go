@@ -143,7 +143,9 @@ func TestLimitsSearch(t *testing.T) {
 		t.Errorf("huge offset: %d %s", r.status, r.body)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ls.aliceWS+"/exec", `{"shell":"sleep 1"}`) })
+	wg.Go(func() {
+		ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ls.aliceWS+"/exec", `{"shell":"sleep 1"}`)
+	})
 	time.Sleep(300 * time.Millisecond)
 	r = ls.do(t, client, ls.alice, "GET", search, "")
 	if r.status != 429 {

@@ -36,7 +36,9 @@ func (s *Server) mountMCP() {
 		}
 		defer done()
 		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token, Bind: c.bind},
-			Limit: func(context.Context, string) (func(), error) { return s.acquireSlot(c.p.User) }}
+			Gate: func(ctx context.Context, _ string) (context.Context, func(), error) {
+				return s.gateMCPCall(ctx, r.Context(), c)
+			}}
 		if id := r.PathValue("id"); id != "" {
 			ws, err := c.svc.Get(r.Context(), id)
 			if err != nil {

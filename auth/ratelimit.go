@@ -149,3 +149,10 @@ func (l *FailureLimiter) prune(now time.Time, window time.Duration, keep int) {
 		delete(l.m, k)
 	}
 }
+
+// Len is how many client addresses are remembered.
+func (l *FailureLimiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
+}

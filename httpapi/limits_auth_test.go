@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -202,5 +201,3 @@ func clipLog(s string) string {
 	}
 	return s
 }
-
-var _ = io.EOF

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,8 +276,6 @@ func errCodeOf(t *testing.T, r resp) string {
 	t.Helper()
 	return r.errCode(t)
 }
-
-var _ = atomic.Int64{}
 
 // recordFigure prints a figure for docs/BENCHMARKS.md in the test log
 // (go test -v shows it).

@@ -3,7 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net"
-	"runtime"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -90,10 +90,7 @@ func TestLimitsHugeHeaders(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	got := map[int]int{}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	heapBefore := ms.HeapInuse
-	var heapMax uint64
+	rssBefore, rssMax := rssMiB(), 0
 	// Waves of connections for one second, at most 10 waves.
 	t0 := time.Now()
 	waves := 0
@@ -118,13 +115,12 @@ func TestLimitsHugeHeaders(t *testing.T) {
 				mu.Unlock()
 			})
 		}
-		runtime.ReadMemStats(&ms)
-		heapMax = max(heapMax, ms.HeapInuse)
+		rssMax = max(rssMax, rssMiB())
 		wg.Wait()
 	}
 	t.Logf("%d waves of %d connections with 1 MB of headers: statuses %v", waves, conns, got)
-	recordFigure(t, fmt.Sprintf("1 MB headers: %d connections in %d waves, statuses %v; heap in use %d MiB before, at most %d MiB during",
-		waves*conns, waves, got, heapBefore>>20, heapMax>>20))
+	recordFigure(t, fmt.Sprintf("1 MB headers: %d connections in %d waves, statuses %v; RSS %d MiB before, at most %d MiB during (client and server in one process)",
+		waves*conns, waves, got, rssBefore, rssMax))
 	// 503: over the per-address connection limit while earlier waves close.
 	if got[431] == 0 || got[431]+got[503]+got[0] != waves*conns {
 		t.Errorf("want 431 (503 past the connection limit, or a reset while still sending), got %v", got)
@@ -163,4 +159,59 @@ func TestLimitsTotalConnections(t *testing.T) {
 		t.Errorf("after the connections closed: %d %s", r.status, r.body)
 	}
 	backToBaseline(t, base, "after total connections", client)
+}
+
+// Probe: 1,100 connections withholding a body exhausted a 1,024-fd server.
+// With the defaults (512 in total, 64 per address), 1,100 such connections
+// from 20 addresses leave the server holding at most 512, every one of
+// them answered (408 after the body timeout, or 503 at once), while a
+// second user's established connection keeps being served.
+func TestLimitsConnectionFlood(t *testing.T) {
+	const addrs, perAddr = 20, 55
+	ls := newLimitsServer(t, httpapi.Options{Limits: httpapi.Limits{BodyTimeout: time.Second}})
+	base := baseline(t)
+	p := ls.startProbe(t, ls.bob, "/v1/workspaces/"+ls.bobWS)
+	time.Sleep(50 * time.Millisecond) // the probe's connection is up
+	rssBefore := rssMiB()
+	var conns []net.Conn
+	for i := range addrs * perAddr {
+		c := ls.rawConn(t, 10+i%addrs)
+		fmt.Fprintf(c, "POST /v1/workspaces/%s/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n", ls.aliceWS, ls.alice)
+		conns = append(conns, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	open, rssDuring := ls.lim.Open(), rssMiB()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[int]int{}
+	for _, c := range conns {
+		wg.Go(func() {
+			defer c.Close()
+			st := readStatus(c, 5*time.Second)
+			mu.Lock()
+			got[st]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	figure := fmt.Sprintf("connection flood: %d connections withholding a body from %d addresses: server held %d open (limit 512), statuses %v; RSS %d MiB before, %d MiB during (client and server in one process)",
+		len(conns), addrs, open, got, rssBefore, rssDuring)
+	recordFigure(t, figure)
+	if open > 512+1 || got[408]+got[503] != len(conns) || got[408] > 512 {
+		t.Errorf("%s", figure)
+	}
+	recordFigure(t, p.finish(t, "connection flood"))
+	backToBaseline(t, base, "after the connection flood")
+}
+
+func rssMiB() int {
+	b, _ := os.ReadFile("/proc/self/status")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb >> 10
+		}
+	}
+	return 0
 }

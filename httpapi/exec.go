@@ -47,7 +47,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, 200, ExecResponseOf(res))
+		writeExecResult(w, res)
 		return nil
 	}
 	flusher, ok := w.(http.Flusher)

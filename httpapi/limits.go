@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/auth"
@@ -401,4 +403,51 @@ func (s *Server) gateMCPCall(callCtx, reqCtx context.Context, c *caller) (contex
 		cancel(context.Canceled)
 		release()
 	}, nil
+}
+
+// writeExecResult writes res as an ExecResponse without building the whole
+// JSON document in memory: the output, up to max_output per stream, is
+// escaped and written in pieces. The bytes are those json.Marshal of
+// ExecResponseOf(res) gives (plus writeJSON's newline); only the memory
+// differs — this keeps one copy of the output (the runtime's), where
+// converting and marshalling it whole kept three.
+func writeExecResult(w http.ResponseWriter, res *grove.ExecResult) {
+	shell := *res
+	shell.Stdout, shell.Stderr = nil, nil
+	doc, err := json.Marshal(ExecResponseOf(&shell))
+	const so, se = `"stdout":""`, `"stderr":""`
+	i, j := bytes.Index(doc, []byte(so)), bytes.Index(doc, []byte(se))
+	if err != nil || i < 0 || j < i {
+		writeJSON(w, 200, ExecResponseOf(res)) // the wire type changed shape: the plain way
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.Write(doc[:i+len(so)-1])
+	writeJSONStringBody(bw, res.Stdout)
+	bw.Write(doc[i+len(so)-1 : j+len(se)-1])
+	writeJSONStringBody(bw, res.Stderr)
+	bw.Write(doc[j+len(se)-1:])
+	bw.WriteByte('\n')
+	_ = bw.Flush()
+}
+
+// writeJSONStringBody writes b as the inside of a JSON string, escaped as
+// json.Marshal escapes a string (invalid UTF-8 becomes U+FFFD), a piece at
+// a time. Pieces end at rune starts, so no UTF-8 sequence is split.
+func writeJSONStringBody(w io.Writer, b []byte) {
+	const piece = 32 << 10
+	for len(b) > 0 {
+		n := min(len(b), piece)
+		for k := n; k > n-utf8.UTFMax && k > 0 && k < len(b); k-- {
+			if utf8.RuneStart(b[k]) {
+				n = k
+				break
+			}
+		}
+		enc, _ := json.Marshal(string(b[:n]))
+		w.Write(enc[1 : len(enc)-1])
+		b = b[n:]
+	}
 }

@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +159,70 @@ func TestLimitsSearch(t *testing.T) {
 	if r := ls.do(t, client, ls.alice, "GET", search, ""); r.status != 200 && r.status != 501 {
 		t.Errorf("search: %d %s", r.status, r.body)
 	}
+}
+
+// Probe: 400 MB of output took RSS to 1.9 GB. Now that is refused, and
+// the worst one user can do — all 8 slots producing max_output (8 MiB) —
+// is measured: peak RSS of the process (server and discarding clients).
+func TestLimitsExecOutputMemory(t *testing.T) {
+	ls := newLimitsServer(t, httpapi.Options{})
+	client := loopback(2)
+	exec := "/v1/workspaces/" + ls.aliceWS + "/exec"
+	r := ls.do(t, client, ls.alice, "POST", exec, `{"shell":"true","max_output":400000000}`)
+	if r.status != 400 || errCodeOf(t, r) != "E_INVALID_ARGUMENT" {
+		t.Errorf("max_output 400 MB: %d %s", r.status, r.body)
+	}
+	base := baseline(t, client)
+	p := ls.startProbe(t, ls.bob, "/v1/workspaces/"+ls.bobWS)
+	rssBefore := rssMiB()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			peak.Store(max(peak.Load(), int64(rssMiB())))
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	const n = 8 << 20
+	var wg sync.WaitGroup
+	var bytesIn atomic.Int64
+	var peaks []string
+	for _, accept := range []string{"application/json", "text/event-stream"} {
+		for range 8 {
+			wg.Go(func() {
+				req, _ := http.NewRequest("POST", ls.url+exec, strings.NewReader(fmt.Sprintf(`{"shell":"yes | head -c %d","max_output":%d,"class":"read"}`, n, n)))
+				req.Header.Set("Authorization", "Bearer "+ls.alice)
+				req.Header.Set("Accept", accept)
+				res, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer res.Body.Close()
+				k, _ := io.Copy(io.Discard, res.Body)
+				bytesIn.Add(k)
+				if res.StatusCode != 200 {
+					t.Errorf("%s exec: %d", accept, res.StatusCode)
+				}
+			})
+		}
+		wg.Wait()
+		peaks = append(peaks, fmt.Sprintf("%s peak %d MiB", accept, peak.Load()))
+		runtime.GC()
+		debug.FreeOSMemory()
+		peak.Store(0)
+	}
+	close(stop)
+	<-sampled
+	figure := fmt.Sprintf("exec output: 8 concurrent execs of 8 MiB each, as JSON then as SSE (%d MiB received): RSS %d MiB before; %s (client and server in one process)",
+		bytesIn.Load()>>20, rssBefore, strings.Join(peaks, ", "))
+	recordFigure(t, figure)
+	recordFigure(t, p.finish(t, "8 × 8 MiB exec output"))
+	backToBaseline(t, base, "after exec output", client)
 }

@@ -451,3 +451,19 @@ func writeJSONStringBody(w io.Writer, b []byte) {
 		b = b[n:]
 	}
 }
+
+// slotRoutes run git or walk a tree — work like a command — and take a
+// slot for the whole request. exec, tools, search, MCP and large file
+// reads and uploads take theirs in their handlers, after the cheap checks.
+var slotRoutes = map[string]bool{
+	"POST /v1/workspaces":                              true, // acquire: clone, fetch, worktree
+	"POST /v1/repos":                                   true, // ensure: clone, fetch
+	"GET /v1/workspaces/{id}/tree":                     true,
+	"GET /v1/workspaces/{id}/git/status":               true,
+	"GET /v1/workspaces/{id}/git/diff":                 true,
+	"GET /v1/workspaces/{id}/git/log":                  true,
+	"POST /v1/workspaces/{id}/git/commit":              true,
+	"POST /v1/workspaces/{id}/git/push":                true,
+	"POST /v1/workspaces/{id}/pulls":                   true,
+	"POST /v1/workspaces/{id}/pulls/{number}/comments": true,
+}

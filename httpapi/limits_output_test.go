@@ -137,7 +137,8 @@ func TestLimitsLargeReads(t *testing.T) {
 }
 
 // Probe: search at a huge offset took 28 s per request outside any slot.
-// offset + max_results is capped, and search takes a slot.
+// offset + max_results is capped, and search takes a slot — as do the git
+// and tree routes.
 func TestLimitsSearch(t *testing.T) {
 	ls := newLimitsServer(t, httpapi.Options{MaxExecPerUser: 1})
 	client := loopback(2)
@@ -151,9 +152,11 @@ func TestLimitsSearch(t *testing.T) {
 		ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ls.aliceWS+"/exec", `{"shell":"sleep 1"}`)
 	})
 	time.Sleep(300 * time.Millisecond)
-	r = ls.do(t, client, ls.alice, "GET", search, "")
-	if r.status != 429 {
-		t.Errorf("search with the user's slot taken: %d %s", r.status, r.body)
+	for _, path := range []string{search, "/v1/workspaces/" + ls.aliceWS + "/git/status", "/v1/workspaces/" + ls.aliceWS + "/tree"} {
+		r = ls.do(t, client, ls.alice, "GET", path, "")
+		if r.status != 429 || r.header.Get("Retry-After") == "" {
+			t.Errorf("%s with the user's slot taken: %d %s", path, r.status, r.body)
+		}
 	}
 	wg.Wait()
 	if r := ls.do(t, client, ls.alice, "GET", search, ""); r.status != 200 && r.status != 501 {

@@ -211,6 +211,14 @@ func (s *Server) authed(h handler) http.Handler {
 		if r.Method != http.MethodPut {
 			r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
 		}
+		if slotRoutes[r.Pattern] {
+			release, err := s.acquireSlot(c.p.User)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			defer release()
+		}
 		if err := h(w, r, c); err != nil {
 			writeError(w, r, revokedCause(r.Context(), err))
 		}

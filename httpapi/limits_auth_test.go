@@ -220,3 +220,22 @@ func clipLog(s string) string {
 	}
 	return s
 }
+
+// A name over 255 bytes given to a file tool is the caller's error, not an
+// internal one, over the tools endpoint and MCP alike.
+func TestLimitsLongNameInToolInput(t *testing.T) {
+	ls := newLimitsServer(t, httpapi.Options{})
+	client := loopback(2)
+	long := strings.Repeat("n", 300)
+	r := ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ls.aliceWS+"/tools/write_file", `{"path":"`+long+`","content":"x"}`)
+	if r.status != 400 || errCodeOf(t, r) != "E_INVALID_ARGUMENT" || strings.Contains(string(r.body), long) {
+		t.Errorf("tools endpoint: %d %s", r.status, r.body)
+	}
+	_, res := ls.mcpPost(t, client, ls.alice, "/v1/workspaces/"+ls.aliceWS+"/mcp", toolCall(1, "write_file", map[string]any{"path": long, "content": "x"}))
+	if len(res) != 1 || !strings.HasPrefix(res[0].text(), "E_INVALID_ARGUMENT") {
+		t.Errorf("MCP: %+v", res)
+	}
+	if strings.Contains(ls.log.String(), long) {
+		t.Error("the log holds the long name")
+	}
+}

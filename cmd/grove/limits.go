@@ -49,6 +49,8 @@ func limitsFromEnv() (httpapi.Limits, error) {
 	dur("GROVE_REVOKE_CHECK", &l.RevokeCheck)
 	num("GROVE_AUTH_FAILURES", &l.AuthFailures)
 	dur("GROVE_AUTH_BACKOFF", &l.AuthBackoff)
+	var perUser int // the --max-exec-per-user default; checked here so a typo is not silently 8
+	num("GROVE_EXEC_SLOTS_PER_USER", &perUser)
 	if len(errs) > 0 {
 		return l, grove.Errorf(grove.ErrInvalid, "%v", errs[0])
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -87,15 +88,20 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 	}
 }
 
+// remoteIP is the unit the per-address limit counts: the IPv4 address, or
+// the IPv6 /64 (one host usually holds a whole /64, so counting single
+// IPv6 addresses would limit nothing).
 func remoteIP(c net.Conn) string {
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
-	}
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 	if err != nil {
 		return c.RemoteAddr().String()
 	}
-	return host
+	ip := ap.Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 func (l *ConnLimiter) take(ip string) bool {

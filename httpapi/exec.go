@@ -122,10 +122,10 @@ func (s *sseWriter) event(name string, v any) error {
 	return nil
 }
 
-// keepAlive sends a comment line every interval, so a client (and any proxy) sees a live stream during a long
-// silent command, and a client that went away is noticed by the failed
-// write (the write deadline bounds each write). It returns a stop func
-// that waits for the goroutine to end.
+// keepAlive sends a comment line every interval, so a client (and any
+// proxy) sees a live stream during a long silent command, and a client
+// that went away is noticed by the failed write (the write deadline bounds
+// each write). It returns a stop func that waits for the goroutine to end.
 func (s *sseWriter) keepAlive(interval time.Duration) (stop func()) {
 	done := make(chan struct{})
 	ended := make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -54,3 +55,29 @@ func TestWriteExecResultMatchesJSON(t *testing.T) {
 }
 
 func clipT(s string) string { return s[:min(len(s), 40)] }
+
+func TestConnLimiterCountsIPv6Per64(t *testing.T) {
+	for addr, want := range map[string]string{
+		"192.0.2.7:443":             "192.0.2.7",
+		"[::ffff:192.0.2.7]:443":    "192.0.2.7",
+		"[2001:db8:1:2:3::4]:443":   "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::]:443": "2001:db8:1:2::/64",
+	} {
+		if got := remoteIP(fakeConn{addr: addr}); got != want {
+			t.Errorf("%s: %s, want %s", addr, got, want)
+		}
+	}
+}
+
+// fakeConn is a net.Conn with only a remote address.
+type fakeConn struct {
+	net.Conn
+	addr string
+}
+
+func (c fakeConn) RemoteAddr() net.Addr { return fakeAddr(c.addr) }
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "tcp" }
+func (a fakeAddr) String() string  { return string(a) }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -32,10 +33,14 @@ func (s *Server) Listener(ln net.Listener) *ConnLimiter {
 
 // ConnLimiter is a net.Listener that holds at most total connections, and
 // at most perIP from one client address. A connection over either limit
-// is accepted and answered at once with a canned 503 (Retry-After: 1,
-// Connection: close, the API's error shape) without reading its request,
-// then closed: it costs a file descriptor for microseconds, the accept
-// loop never stalls, and the client learns why instead of hanging.
+// never reaches the server: it gets a canned 503 (Retry-After: 1,
+// Connection: close, the API's error shape) and is closed. The 503 is
+// written once the client has started sending its request — an HTTP
+// client reads an answer that arrives before its request as a broken
+// connection — by one of at most refusers goroutines, each done within
+// refuseTime; when all are busy (a flood), the connection is closed at
+// once instead. Either way the accept loop never stalls, and refusing
+// costs at most refusers extra descriptors for refuseTime.
 type ConnLimiter struct {
 	net.Listener
 	total, perIP int
@@ -44,12 +49,18 @@ type ConnLimiter struct {
 	n    int
 	byIP map[string]int
 
-	refused atomic.Int64
+	refusing chan struct{}
+	refused  atomic.Int64
 }
+
+const (
+	refusers   = 32
+	refuseTime = time.Second
+)
 
 // LimitListener wraps ln; a limit of 0 or less means none.
 func LimitListener(ln net.Listener, total, perIP int) *ConnLimiter {
-	return &ConnLimiter{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}}
+	return &ConnLimiter{Listener: ln, total: total, perIP: perIP, byIP: map[string]int{}, refusing: make(chan struct{}, refusers)}
 }
 
 // Refused counts connections turned away so far.
@@ -80,12 +91,36 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: c, release: func() { l.put(ip) }}, nil
 		}
 		l.refused.Add(1)
-		// A fresh socket's send buffer is empty, so this write does not
-		// block; the deadline is for pathological cases only.
-		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_, _ = c.Write(refusal)
-		_ = c.Close()
+		l.refuse(c)
 	}
+}
+
+func (l *ConnLimiter) refuse(c net.Conn) {
+	select {
+	case l.refusing <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.refusing }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(refuseTime))
+		var buf [4096]byte
+		if _, err := c.Read(buf[:]); err != nil {
+			return
+		}
+		if _, err := c.Write(refusal); err != nil {
+			return
+		}
+		// Closing with unread request bytes would reset the connection and
+		// could destroy the answer before the client reads it: half-close,
+		// then take what the client still sends until it closes.
+		if tc, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+	}()
 }
 
 // remoteIP is the unit the per-address limit counts: the IPv4 address, or

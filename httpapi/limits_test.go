@@ -161,12 +161,15 @@ func (ls *limitsServer) rawConn(t *testing.T, n int) net.Conn {
 	return c
 }
 
-// readStatus reads one response's status code from c, or 0 when the
-// connection ended without one.
+// readStatus reads one response's status code from c: 0 when the
+// connection was closed without one, -1 when nothing came within.
 func readStatus(c net.Conn, within time.Duration) int {
 	c.SetReadDeadline(time.Now().Add(within))
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return -1
+		}
 		return 0
 	}
 	res.Body.Close()

@@ -230,6 +230,9 @@ func (c *Client) ExecStream(ctx context.Context, id string, req grove.ExecReques
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var event string
+	// The exit event does not repeat the output the events carried; the
+	// result gets it back from them, as a local ExecStream's would.
+	var out [2][]byte
 	for sc.Scan() {
 		line := sc.Text()
 		if name, ok := strings.CutPrefix(line, "event: "); ok {
@@ -246,6 +249,11 @@ func (c *Client) ExecStream(ctx context.Context, id string, req grove.ExecReques
 			if err := json.Unmarshal([]byte(data), &ch); err != nil {
 				return nil, grove.Errorf(grove.ErrUnavailable, "grove server: bad event: %v", err)
 			}
+			if event == "stdout" {
+				out[0] = append(out[0], ch.Data...)
+			} else {
+				out[1] = append(out[1], ch.Data...)
+			}
 			if err := emit(grove.Chunk{Stream: grove.Stream(event), Data: []byte(ch.Data)}); err != nil {
 				return nil, err
 			}
@@ -254,7 +262,11 @@ func (c *Client) ExecStream(ctx context.Context, id string, req grove.ExecReques
 			if err := json.Unmarshal([]byte(data), &r); err != nil {
 				return nil, grove.Errorf(grove.ErrUnavailable, "grove server: bad exit event: %v", err)
 			}
-			return r.Result(), nil
+			res := r.Result()
+			if len(res.Stdout) == 0 && len(res.Stderr) == 0 {
+				res.Stdout, res.Stderr = out[0], out[1]
+			}
+			return res, nil
 		case "error":
 			var e wire.ErrorBody
 			if err := json.Unmarshal([]byte(data), &e); err != nil {

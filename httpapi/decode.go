@@ -32,7 +32,10 @@ func decodeError(err error) error {
 	var mbe *http.MaxBytesError
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var bt *bodyTimeoutError
 	switch {
+	case errors.As(err, &bt):
+		return bt
 	case errors.As(err, &mbe):
 		return grove.Errorf(grove.ErrTooLarge, "request body is over %d bytes", mbe.Limit)
 	case errors.Is(err, io.EOF):

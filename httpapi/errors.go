@@ -18,6 +18,10 @@ import (
 //   - ErrAuthFailed is git's upstream authentication, not the API key:
 //     502, so clients do not drop their key.
 func StatusOf(err error) int {
+	var bt *bodyTimeoutError
+	if errors.As(err, &bt) {
+		return http.StatusRequestTimeout
+	}
 	switch grove.KindOf(err) {
 	case grove.ErrNotFound:
 		return http.StatusNotFound
@@ -88,11 +92,12 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if l := loggerFrom(r.Context()); l != nil {
 		switch status {
 		case http.StatusInternalServerError:
-			l.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()), "err", err)
+			l.ErrorContext(r.Context(), "internal error", "request_id", requestID(r.Context()), "err", clip(err.Error(), 1024)) // clipped: an error may quote a caller's (huge) path
 		case StatusClientClosedRequest:
 			l.InfoContext(r.Context(), "request cancelled by the client", "request_id", requestID(r.Context()))
 		}
 	}
+	setRetryAfter(w, err, status)
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="grove"`)
 	}

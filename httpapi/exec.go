@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 	if b.TimeoutMS > s.opt.MaxTimeout.Milliseconds() {
 		b.TimeoutMS, capped = s.opt.MaxTimeout.Milliseconds(), s.opt.MaxTimeout
 	}
+	if b.MaxOutput < 0 || b.MaxOutput > s.lim.MaxOutput {
+		return grove.Errorf(grove.ErrInvalid, "max_output must be between 0 (the runtime's default) and this server's cap of %d bytes per stream", s.lim.MaxOutput)
+	}
 	id := r.PathValue("id")
 	// Ownership first, so another user's id is 404 even when the caller's
 	// slots are full.
@@ -48,7 +52,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 			return err
 		}
 		res.CappedTimeout = capped
-		writeJSON(w, 200, wire.ExecResponseOf(res))
+		writeExecResult(w, res)
 		return nil
 	}
 	flusher, ok := w.(http.Flusher)
@@ -56,33 +60,25 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, c *caller) error {
 		return grove.Errorf(grove.ErrNotSupported, "streaming is not supported by this connection")
 	}
 	sse := &sseWriter{w: w, f: flusher}
-	started := false
-	start := func() {
-		if !started {
-			started = true
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-store")
-			h.Set("X-Accel-Buffering", "no")
-			w.WriteHeader(200)
-			flusher.Flush()
-		}
-	}
+	stopKeepAlive := sse.keepAlive(s.lim.SSEKeepAlive)
 	res, err := c.svc.ExecStream(r.Context(), id, b.Request(), func(ch grove.Chunk) error {
-		start()
 		return sse.event(string(ch.Stream), ChunkEvent{Data: string(ch.Data)})
 	})
-	if err != nil && !started {
+	stopKeepAlive()
+	err = revokedCause(r.Context(), err)
+	if err != nil && !sse.started {
 		// Nothing streamed yet: a plain status and error body is clearer.
 		return err
 	}
-	start()
 	if err != nil {
 		_ = sse.event("error", errorBody(err, requestID(r.Context())))
 		return nil
 	}
 	res.CappedTimeout = capped
-	_ = sse.event("exit", wire.ExecResponseOf(res))
+	// The output went out as events; the exit event does not repeat it.
+	exit := wire.ExecResponseOf(res)
+	exit.Stdout, exit.Stderr = "", ""
+	_ = sse.event("exit", exit)
 	return nil
 }
 
@@ -96,9 +92,23 @@ func wantsEventStream(r *http.Request) bool {
 }
 
 type sseWriter struct {
-	mu sync.Mutex
-	w  http.ResponseWriter
-	f  http.Flusher
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	f       http.Flusher
+	started bool // headers sent; read after the stream's writers stopped
+}
+
+// startLocked sends the headers once: lazily, so an error before any
+// output is a plain status and error body.
+func (s *sseWriter) startLocked() {
+	if !s.started {
+		s.started = true
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(200)
+	}
 }
 
 // event writes one event; JSON data never holds a raw newline, so it is
@@ -110,9 +120,42 @@ func (s *sseWriter) event(name string, v any) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.startLocked()
 	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
 		return err
 	}
 	s.f.Flush()
 	return nil
+}
+
+// keepAlive sends a comment line every interval, so a client (and any
+// proxy) sees a live stream during a long silent command, and a client
+// that went away is noticed by the failed write (the write deadline bounds
+// each write). It returns a stop func that waits for the goroutine to end.
+func (s *sseWriter) keepAlive(interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.mu.Lock()
+				s.startLocked()
+				_, err := io.WriteString(s.w, ": keep-alive\n\n")
+				if err == nil {
+					s.f.Flush()
+				}
+				s.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
 }

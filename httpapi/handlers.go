@@ -94,18 +94,27 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request, c *caller) err
 		}
 		limit = min(n, limit)
 	}
-	data, err := c.svc.ReadFile(r.Context(), r.PathValue("id"), r.PathValue("path"), limit)
+	data, release, err := s.readLarge(r, c, limit)
 	if err != nil {
 		return err
 	}
+	defer release()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(200)
-	_, _ = w.Write(data)
+	writeChunked(w, data)
 	return nil
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request, c *caller) error {
+	// A large upload is held in memory whole: it takes a slot.
+	if r.ContentLength < 0 || r.ContentLength > s.lim.LargeBody {
+		release, err := s.acquireSlot(c.p.User)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	// r.Body is capped at MaxFileBytes, not MaxBodyBytes (see authed).
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -177,6 +186,17 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, c *caller) error
 	if req.CaseInsensitive, err = queryBool(r, "case_insensitive"); err != nil {
 		return err
 	}
+	if req.Offset+req.MaxResults > s.lim.MaxSearchOffset {
+		return grove.Errorf(grove.ErrInvalid, "offset + max_results is over this server's cap of %d; narrow the search instead", s.lim.MaxSearchOffset)
+	}
+	if _, err := c.svc.Get(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	release, err := s.acquireSlot(c.p.User)
+	if err != nil {
+		return err
+	}
+	defer release()
 	res, err := c.svc.Search(r.Context(), r.PathValue("id"), req)
 	if err != nil {
 		return err
@@ -324,7 +344,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request, c *caller) err
 		return err
 	}
 	defer release()
-	ctx := tools.WithCaller(r.Context(), tools.Caller{User: c.p.User, Token: c.token})
+	ctx := tools.WithCaller(r.Context(), tools.Caller{User: c.p.User, Token: c.token, Bind: c.bind})
 	res, err := s.opt.Tools.Call(ctx, c.svc, r.PathValue("id"), name, raw, nil)
 	if err != nil {
 		return err

@@ -32,12 +32,15 @@ func (s *Server) mountMCP() {
 		return mcpserver.NewServer(m.svc, m.opt)
 	}, mcpserver.StreamableOptions())
 	serve := func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.authenticate(r)
-		if err != nil {
-			writeError(w, r, err)
+		c, r, done, ok := s.admit(w, r)
+		if !ok {
 			return
 		}
-		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token}, CancelWith: r.Context()}
+		defer done()
+		opt := mcpserver.Options{Tools: s.opt.Tools, Caller: tools.Caller{User: c.p.User, Token: c.token, Bind: c.bind}, CancelWith: r.Context(),
+			Gate: func(ctx context.Context, _ string) (context.Context, func(), error) {
+				return s.gateMCPCall(ctx, r.Context(), c)
+			}}
 		if id := r.PathValue("id"); id != "" {
 			ws, err := c.svc.Get(r.Context(), id)
 			if err != nil {
@@ -48,6 +51,10 @@ func (s *Server) mountMCP() {
 			opt.WorkspaceID, opt.Writable = ws.ID, &writable
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		if err := s.checkMCPBatch(r); err != nil {
+			writeError(w, r, err)
+			return
+		}
 		ctx := context.WithValue(r.Context(), mcpKey{}, &mcpCall{svc: c.svc, opt: opt})
 		jw := &jsonErrors{ResponseWriter: w}
 		h.ServeHTTP(jw, r.WithContext(ctx))

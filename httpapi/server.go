@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/grove-dev/grove"
@@ -40,14 +39,19 @@ type Options struct {
 	MaxTimeout     time.Duration // cap on exec timeout_ms; default 30 min
 	// Ready reports readiness for /readyz; nil means always ready.
 	Ready func(ctx context.Context) error
+	// Limits bound connections, requests and work; see limits.go.
+	Limits Limits
 }
 
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
-	opt  Options
-	mux  *http.ServeMux
-	log  *slog.Logger
-	sems sync.Map // user → chan struct{}
+	opt      Options
+	mux      *http.ServeMux
+	log      *slog.Logger
+	lim      Limits
+	slots    *slots
+	authFail *auth.FailureLimiter
+	inflight *auth.Inflight
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -66,7 +70,15 @@ func New(opt Options) *Server {
 	if opt.MaxTimeout <= 0 {
 		opt.MaxTimeout = 30 * time.Minute
 	}
-	s := &Server{opt: opt, mux: http.NewServeMux(), log: opt.Logger}
+	s := &Server{opt: opt, mux: http.NewServeMux(), log: opt.Logger, lim: opt.Limits.withDefaults()}
+	s.slots = &slots{perUser: opt.MaxExecPerUser, total: s.lim.MaxSlots}
+	s.authFail = &auth.FailureLimiter{Max: s.lim.AuthFailures, Backoff: s.lim.AuthBackoff}
+	s.inflight = &auth.Inflight{Every: s.lim.RevokeCheck}
+	if rc, ok := opt.Auth.(interface {
+		Revoked(ctx context.Context, ids []string) ([]string, error)
+	}); ok {
+		s.inflight.Check = rc.Revoked
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -126,8 +138,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &reqInfo{}
 	ctx = context.WithValue(ctx, reqInfoKey{}, info)
 	r = r.WithContext(ctx)
-	rec := &recorder{ResponseWriter: w, status: 200}
-	if err := checkURLPath(r); err != nil {
+	rec := &recorder{ResponseWriter: w, status: 200, writeTimeout: s.lim.WriteTimeout}
+	s.withBodyDeadline(w, r)
+	if err := checkPathLimits(r); err != nil {
+		writeError(rec, r, err)
+	} else if err := checkURLPath(r); err != nil {
 		writeError(rec, r, err)
 	} else {
 		s.mux.ServeHTTP(rec, r)
@@ -137,7 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.LogAttrs(ctx, slog.LevelInfo, "http",
 		slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", clip(r.URL.Path, 256)),
 		slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes), slog.Duration("duration", time.Since(start)),
-		slog.String("user", info.user))
+		slog.String("user", info.user), slog.String("client", clientAddr(r)))
 }
 
 // checkURLPath refuses "." and ".." segments (also when sent as %2e%2e)
@@ -181,19 +196,30 @@ type caller struct {
 	p     auth.Principal
 	svc   grove.Service // scoped to p
 	token string        // per-call git token from X-Git-Token, never logged
+	// bind ties work that outlives the request (background processes) to
+	// the caller's key, so revoking the key ends it.
+	bind func(context.Context) (context.Context, context.CancelFunc)
 }
 
 // authed authenticates, caps the request body at limit bytes and serves h.
 func (s *Server) authed(h handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.authenticate(r)
-		if err != nil {
-			writeError(w, r, err)
+		c, r, done, ok := s.admit(w, r)
+		if !ok {
 			return
 		}
+		defer done()
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if slotRoutes[r.Pattern] {
+			release, err := s.acquireSlot(c.p.User)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			defer release()
+		}
 		if err := h(w, r, c); err != nil {
-			writeError(w, r, err)
+			writeError(w, r, revokedCause(r.Context(), err))
 		}
 	})
 }
@@ -213,19 +239,6 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	}
 	// Names on the wire use wire.EscapePath: JSON cannot carry non-UTF-8 bytes.
 	return &caller{p: p, svc: wire.EscapeNames(auth.Scope(s.opt.Service, p)), token: r.Header.Get("X-Git-Token")}, nil
-}
-
-// acquireSlot takes one of the user's concurrent-exec slots, or fails with
-// ErrResourceLimit at once: a queue here would hold connections open.
-func (s *Server) acquireSlot(user string) (release func(), err error) {
-	v, _ := s.sems.LoadOrStore(user, make(chan struct{}, s.opt.MaxExecPerUser))
-	sem := v.(chan struct{})
-	select {
-	case sem <- struct{}{}:
-		return func() { <-sem }, nil
-	default:
-		return nil, grove.Errorf(grove.ErrResourceLimit, "user %s already runs %d commands; retry when one finishes", user, s.opt.MaxExecPerUser)
-	}
 }
 
 type reqIDKey struct{}
@@ -266,17 +279,22 @@ type recorder struct {
 	status int
 	bytes  int64
 	wrote  bool
+
+	writeTimeout time.Duration
+	rc           *http.ResponseController
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if !r.wrote {
 		r.status, r.wrote = code, true
 	}
+	r.extendWrite()
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	r.wrote = true
+	r.extendWrite()
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
 	return n, err
@@ -284,6 +302,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		r.extendWrite()
 		f.Flush()
 	}
 }

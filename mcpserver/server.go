@@ -47,6 +47,12 @@ type Options struct {
 	// result, and a notifications/cancelled sent on another request cannot
 	// reach this one's session.
 	CancelWith context.Context
+	// Gate, when set, admits every tool call (each call of a JSON-RPC
+	// batch on its own): it returns the context the call runs under — the
+	// transport may tie it to more than the SDK's, such as its request
+	// and the caller's key — and a release func for when the call ends;
+	// or the error the call answers with instead (a tool error result).
+	Gate func(ctx context.Context, tool string) (context.Context, func(), error)
 }
 
 // NewServer returns an MCP server exposing the catalog.
@@ -150,6 +156,14 @@ func addTool(s *mcp.Server, svc grove.Service, opt Options, t *tools.Tool, bound
 			if wsID, args, err = splitWorkspaceID(args); err != nil {
 				return errorResult(err), nil
 			}
+		}
+		if opt.Gate != nil {
+			gctx, release, err := opt.Gate(ctx, t.Name)
+			if err != nil {
+				return errorResult(err), nil
+			}
+			defer release()
+			ctx = gctx
 		}
 		progress := progressFunc(ctx, req)
 		res, err := opt.Tools.Call(tools.WithCaller(ctx, opt.Caller), svc, wsID, t.Name, args, progress)

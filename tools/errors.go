@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/grove-dev/grove"
 )
@@ -80,6 +81,10 @@ func asError(err error) error {
 		return &Error{Code: "E_TIMEOUT", Msg: "the call ran out of time", Hint: defaultHints["E_TIMEOUT"], Err: grove.ErrTimeout}
 	case errors.Is(err, context.Canceled) && grove.KindOf(err) == nil:
 		return &Error{Code: "E_CANCELLED", Msg: "the call was cancelled", Err: err}
+	case errors.Is(err, syscall.ENAMETOOLONG) && grove.KindOf(err) == nil:
+		// The caller's input, not an internal fault; the message leaves out
+		// the (possibly huge) path.
+		return &Error{Code: "E_INVALID_ARGUMENT", Msg: "a file name in the path is over 255 bytes, or the path is too long", Hint: "use shorter names", Err: grove.ErrInvalid}
 	}
 	code := grove.Code(err)
 	kind := grove.KindOf(err)

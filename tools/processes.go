@@ -55,7 +55,9 @@ func newProcesses(max, perWS int) *processes {
 	return &processes{max: max, perWS: perWS, byID: map[string]*process{}, ctx: ctx, stop: stop}
 }
 
-func (ps *processes) start(svc grove.Service, ws, command string, req grove.ExecRequest) (string, error) {
+// start runs a background process. bind (see Caller.Bind; may be nil)
+// ties it to its caller's key, so it dies when the key is revoked.
+func (ps *processes) start(bind func(context.Context) (context.Context, context.CancelFunc), svc grove.Service, ws, command string, req grove.ExecRequest) (string, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -79,7 +81,13 @@ func (ps *processes) start(svc grove.Service, ws, command string, req grove.Exec
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	p := &process{id: "proc_" + hex.EncodeToString(b[:]), ws: ws, command: command, done: make(chan struct{})}
-	ctx, cancel := context.WithCancel(ps.ctx)
+	ctx, stop := context.WithCancel(ps.ctx)
+	cancel := stop
+	if bind != nil {
+		var release context.CancelFunc
+		ctx, release = bind(ctx)
+		cancel = func() { release(); stop() }
+	}
 	p.cancel = cancel
 	ps.byID[p.id] = p
 	ps.wg.Add(1)

@@ -18,6 +18,11 @@ import (
 type Caller struct {
 	User  string
 	Token string
+	// Bind ties work that outlives the call (background processes) to the
+	// caller's credentials: the context it returns ends when parent does
+	// or when the caller's key is revoked; cancel releases it. Nil: such
+	// work lives until the Toolset closes.
+	Bind func(parent context.Context) (ctx context.Context, cancel context.CancelFunc)
 }
 
 type callerKey struct{}

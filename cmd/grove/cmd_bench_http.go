@@ -171,9 +171,10 @@ func (c *cli) runBenchHTTP(ctx context.Context, o httpBenchOpts) error {
 	}
 	ts := tools.New(tools.Options{})
 	defer ts.Close()
-	// The per-user exec limit would answer 429 past 8 concurrent commands;
-	// here one user stands for every client, so it is the largest level.
-	h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: keys, MaxExecPerUser: maxLevel})
+	// The per-user and global slot limits would answer 429 past 8 (64)
+	// concurrent commands and searches; here one user stands for every
+	// client, so both are the largest level.
+	h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: keys, MaxExecPerUser: maxLevel, Limits: httpapi.Limits{MaxSlots: maxLevel}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

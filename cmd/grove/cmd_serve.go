@@ -48,10 +48,14 @@ func (c *cli) serveCmd() *cobra.Command {
 				defer stopEvict()
 				go a.engine.RunEvictor(ectx, c.evictionPolicy(), evictEvery)
 			}
+			lim, err := limitsFromEnv()
+			if err != nil {
+				return err
+			}
 			ts := tools.New(tools.Options{})
 			defer ts.Close()
 			logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
-			h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: &auth.Keys{Store: ks}, Logger: logger, MaxExecPerUser: maxExec,
+			h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: &auth.Keys{Store: ks}, Logger: logger, MaxExecPerUser: maxExec, Limits: lim,
 				Ready: func(ctx context.Context) error {
 					if _, err := a.svc.ListRepos(ctx); err != nil {
 						return err
@@ -62,10 +66,10 @@ func (c *cli) serveCmd() *cobra.Command {
 			if err != nil {
 				return grove.Errorf(grove.ErrUnavailable, "listen on %s: %v", addr, err)
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			srv := h.HTTPServer()
 			fmt.Fprintf(c.stdout, "grove serving on http://%s (OpenAPI at /v1/openapi.json)\n", ln.Addr())
 			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
+			go func() { errc <- srv.Serve(h.Listener(ln)) }()
 			select {
 			case err := <-errc:
 				return err
@@ -87,7 +91,7 @@ func (c *cli) serveCmd() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&addr, "addr", addr, "listen address (GROVE_ADDR)")
-	cmd.Flags().IntVar(&maxExec, "max-exec-per-user", 8, "concurrent commands per user; more get 429")
+	cmd.Flags().IntVar(&maxExec, "max-exec-per-user", envInt("GROVE_EXEC_SLOTS_PER_USER", 8), "concurrent commands, tool calls, MCP calls, searches and large reads per user; more get 429 (GROVE_EXEC_SLOTS_PER_USER)")
 	cmd.Flags().DurationVar(&evictEvery, "evict-every", 5*time.Minute, "how often the background evictor runs (0: never)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 30*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	return cmd

@@ -19,9 +19,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/grove-dev/grove"
-	"github.com/grove-dev/grove/wire"
 	"github.com/grove-dev/grove/auth"
 	"github.com/grove-dev/grove/tools"
+	"github.com/grove-dev/grove/wire"
 )
 
 // Limits bound what one connection, client address, key or user can make

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/wire"
 )
 
 // writeExecResult must give exactly the bytes of the plain encoding,
@@ -39,7 +40,7 @@ func TestWriteExecResultMatchesJSON(t *testing.T) {
 		rec := httptest.NewRecorder()
 		writeExecResult(rec, res)
 		var want bytes.Buffer
-		json.NewEncoder(&want).Encode(ExecResponseOf(res))
+		json.NewEncoder(&want).Encode(wire.ExecResponseOf(res))
 		if !bytes.Equal(rec.Body.Bytes(), want.Bytes()) {
 			got, w := rec.Body.String(), want.String()
 			k := 0

@@ -110,6 +110,7 @@ func TestApplyManyOpsMemory(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 200<<20 {
 		t.Fatalf("allocated %d MB for %d ops over a %d MB file", alloc>>20, len(p.Files), len(file)>>20)
 	}
+	t.Logf("allocated %d MB", (after.TotalAlloc-before.TotalAlloc)>>20)
 	if len(changes) != 300 {
 		t.Fatalf("%d changes", len(changes))
 	}

@@ -1,10 +1,12 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/tools/patch"
 )
 
 // editResult is the pure outcome of an exact-string edit.
@@ -15,10 +17,22 @@ type editResult struct {
 	newLines     int // lines spanned by one replacement
 }
 
-// replaceExact replaces old with new in content. It refuses what agents
-// get wrong: old == new, an empty old, zero matches (naming the closest
-// candidate) and several matches without replaceAll (naming their lines).
+// replaceExact is replaceExactContext without a deadline.
 func replaceExact(content, old, new string, replaceAll bool) (editResult, error) {
+	return replaceExactContext(context.Background(), content, old, new, replaceAll)
+}
+
+// replaceExactContext replaces old with new in content. It refuses what
+// agents get wrong: old == new, an empty old, zero matches (naming the
+// closest candidate) and several matches without replaceAll (naming their
+// lines). Its work is linear in len(content)+len(old) (strings.Count and
+// strings.Index; the whitespace-insensitive search hashes each line once)
+// apart from the closest-line search, which is bounded; it returns ctx's
+// error once ctx ends.
+func replaceExactContext(ctx context.Context, content, old, new string, replaceAll bool) (editResult, error) {
+	if err := ctx.Err(); err != nil {
+		return editResult{}, err
+	}
 	if old == "" {
 		return editResult{}, invalidf("old_string is empty; use write_file to create or overwrite a whole file")
 	}
@@ -35,7 +49,10 @@ func replaceExact(content, old, new string, replaceAll bool) (editResult, error)
 		}
 	}
 	if n == 0 {
-		return editResult{}, noMatch(content, old)
+		return editResult{}, noMatch(ctx, content, old)
+	}
+	if err := ctx.Err(); err != nil {
+		return editResult{}, err
 	}
 	if n > 1 && !replaceAll {
 		lines := matchLines(content, old, 20)
@@ -89,11 +106,16 @@ func joinInts(v []int) string {
 
 // noMatch explains a zero-match edit: a whitespace-only difference if
 // there is one, otherwise the line most like old_string's first line.
-func noMatch(content, old string) error {
+// It returns ctx's error instead once ctx ends.
+func noMatch(ctx context.Context, content, old string) error {
 	e := &Error{Code: "E_NOT_FOUND", Msg: "old_string was not found in the file", Err: grove.ErrNotFound}
 	lines := splitLines(content)
 	want := splitLines(old)
-	if at := findTrimmed(lines, want); at > 0 {
+	at, err := findTrimmed(ctx, lines, want)
+	if err != nil {
+		return err
+	}
+	if at > 0 {
 		e.Hint = fmt.Sprintf("it matches at line %d if whitespace is ignored; copy the exact indentation from read_file (without the line-number prefix)", at)
 		return e
 	}
@@ -104,12 +126,27 @@ func noMatch(content, old string) error {
 			break
 		}
 	}
+	// levenshtein compares at most 200 bytes of each side, and the
+	// distance is at least the difference of the lengths: lines that
+	// cannot beat the best so far are skipped.
 	best, bestD := 0, -1
+	firstLen := min(len(first), 200)
 	for i, l := range lines {
 		if i >= 20000 {
 			break
 		}
-		d := levenshtein(first, strings.TrimSpace(l))
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		l = strings.TrimSpace(l)
+		if bestD >= 0 {
+			if diff := firstLen - min(len(l), 200); diff >= bestD || -diff >= bestD {
+				continue
+			}
+		}
+		d := levenshtein(first, l)
 		if bestD < 0 || d < bestD {
 			best, bestD = i+1, d
 		}
@@ -123,21 +160,11 @@ func noMatch(content, old string) error {
 }
 
 // findTrimmed returns the 1-based line where want matches lines with each
-// line's surrounding whitespace ignored, or 0.
-func findTrimmed(lines, want []string) int {
-	if len(want) == 0 {
-		return 0
-	}
-outer:
-	for i := 0; i+len(want) <= len(lines); i++ {
-		for j, w := range want {
-			if strings.TrimSpace(lines[i+j]) != strings.TrimSpace(w) {
-				continue outer
-			}
-		}
-		return i + 1
-	}
-	return 0
+// line's surrounding whitespace ignored, or 0, in time linear in
+// len(lines)+len(want).
+func findTrimmed(ctx context.Context, lines, want []string) (int, error) {
+	i, err := patch.IndexLines(ctx, lines, want, strings.TrimSpace)
+	return i + 1, err
 }
 
 // snippet shows lines [from-ctx, to+ctx] of content, numbered.

@@ -250,7 +250,7 @@ func editFile(ctx context.Context, c *call, in EditFileInput) (EditFileOutput, s
 	if err := checkSHA(p, b, true, in.ExpectedSHA256); err != nil {
 		return EditFileOutput{}, "", err
 	}
-	r, err := replaceExact(string(b), in.OldString, in.NewString, in.ReplaceAll)
+	r, err := replaceExactContext(ctx, string(b), in.OldString, in.NewString, in.ReplaceAll)
 	if err != nil {
 		return EditFileOutput{}, "", err
 	}
@@ -302,7 +302,7 @@ func applyPatch(ctx context.Context, c *call, in ApplyPatchInput) (ApplyPatchOut
 			}
 		}
 	}
-	changes, err := patch.Apply(p, func(path string) ([]byte, error) {
+	changes, err := patch.ApplyContext(ctx, p, func(path string) ([]byte, error) {
 		b, err := c.svc.ReadFile(ctx, c.ws, path, maxFileBytes)
 		if err == nil && isBinary(b) {
 			return nil, grove.Errorf(grove.ErrBinaryFile, "%s is a binary file and cannot be patched", path)

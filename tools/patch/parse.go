@@ -82,7 +82,13 @@ const (
 
 // Parse parses a patch. Errors wrap grove.ErrInvalid and name the line.
 // Parse never panics, whatever its input.
+// A patch longer than MaxPatchBytes fails with grove.ErrTooLarge, one with
+// more than MaxFileOps file operations or MaxHunks hunks with
+// grove.ErrInvalid.
 func Parse(text string) (*Patch, error) {
+	if len(text) > MaxPatchBytes {
+		return nil, grove.Errorf(grove.ErrTooLarge, "the patch is %d bytes; the limit is %d (MaxPatchBytes): split it into smaller patches", len(text), MaxPatchBytes)
+	}
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	// Models often wrap the patch in blank lines or a heredoc; only
@@ -101,10 +107,17 @@ func Parse(text string) (*Patch, error) {
 	}
 	p := &parser{lines: lines[1 : len(lines)-1], lineNo: 2}
 	out := &Patch{}
+	hunks := 0
 	for !p.done() {
+		if len(out.Files) == MaxFileOps {
+			return nil, p.errorf("the patch has more than %d file operations (MaxFileOps); split it into smaller patches", MaxFileOps)
+		}
 		op, err := p.fileOp()
 		if err != nil {
 			return nil, err
+		}
+		if hunks += len(op.Hunks); hunks > MaxHunks {
+			return nil, p.errorf("the patch has more than %d hunks (MaxHunks); split it into smaller patches", MaxHunks)
 		}
 		out.Files = append(out.Files, op)
 	}

@@ -3,11 +3,14 @@ package gitrepo
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/grove-dev/grove"
@@ -186,5 +189,50 @@ func TestNumericSpelling(t *testing.T) {
 		if got := numericSpelling(h); got != want {
 			t.Errorf("numericSpelling(%q) = %v, want %v", h, got, want)
 		}
+	}
+}
+
+// TestFetchConfigPinsGit: git connects to the address FetchConfig checked,
+// not to whatever the name resolves to when git looks it up. The name here
+// resolves nowhere; only the pin lets the clone reach the server.
+func TestFetchConfigPinsGit(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src.git")
+	for _, args := range [][]string{{"init", "-q", "--bare", src}, {"-C", src, "update-server-info"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	// A dumb-HTTP server over a repository with one commit.
+	work := filepath.Join(t.TempDir(), "w")
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_CONFIG_GLOBAL=/dev/null")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", work}, {"-C", work, "commit", "-q", "--allow-empty", "-m", "one"}, {"-C", work, "push", "-q", src, "main"}, {"-C", src, "update-server-info"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(src))))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
+	pol := &SourcePolicy{PlatformHost: "git.invalid", LookupHost: stubLookup(map[string][]string{"git.invalid": {"140.82.112.3"}})}
+	r := Remote{ID: grove.RepoID{Host: "git.invalid:" + port, Owner: "o", Name: "src"}, URL: "http://git.invalid:" + port + "/src.git"}
+	cfg, err := pol.FetchConfig(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cfg, [2]string{"http.curloptResolve", "git.invalid:" + port + ":140.82.112.3"}) {
+		t.Fatalf("config %v", cfg)
+	}
+	// Pin to the test server instead of the (unreachable) checked address,
+	// to show git obeys the pin at all.
+	cfg = [][2]string{{"http.followRedirects", "false"}, {"http.curloptResolve", "git.invalid:" + port + ":127.0.0.1"}}
+	caches := &Caches{Git: &Git{Home: t.TempDir()}, Root: t.TempDir()}
+	if _, err := caches.Ensure(context.Background(), r, EnsureOptions{GitConfig: cfg}); err != nil {
+		t.Fatalf("pinned clone: %v", err)
+	}
+	r.ID.Name = "src2"
+	if _, err := caches.Ensure(context.Background(), r, EnsureOptions{}); err == nil {
+		t.Fatal("unpinned clone of a name that resolves nowhere succeeded")
 	}
 }

@@ -56,6 +56,9 @@ func TestRemoteCallerSources(t *testing.T) {
 	if !errors.Is(err, grove.ErrForbidden) {
 		t.Errorf("unlisted host: %v", err)
 	}
+	// Nor push, through a workspace it owns, to where the CLI cloned from.
+	_, err = f.eng.Push(remote, ws.ID, grove.PushRequest{})
+	notAccessible("push", err)
 	if n := f.gitCallCount(t); n != calls {
 		t.Errorf("refusals ran %d git processes", n-calls)
 	}

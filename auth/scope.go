@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"strings"
 
 	"github.com/grove-dev/grove"
 )
@@ -16,6 +17,9 @@ import (
 //   - Repo caches are shared between users, so a user sees the caches
 //     their own workspaces use; only admins remove caches (others get
 //     ErrNotFound for caches they cannot see, ErrForbidden otherwise).
+//   - Host paths are the server's business: workspaces and caches reach a
+//     non-admin without LocalPath, and a local repository's cache without
+//     its URL (which is a path). Admins see them.
 //
 // The result implements grove.PullRequester exactly when svc does.
 func Scope(svc grove.Service, p Principal) grove.Service {
@@ -51,7 +55,33 @@ func (s *scoped) check(ctx context.Context, id string) error {
 }
 
 func (s *scoped) EnsureRepo(ctx context.Context, req grove.EnsureRepoRequest) (*grove.RepoCache, error) {
-	return s.svc.EnsureRepo(ctx, req)
+	c, err := s.svc.EnsureRepo(ctx, req)
+	return s.cache(c), err
+}
+
+// workspace returns what p may see of ws: a copy without the host path
+// unless p is an admin.
+func (s *scoped) workspace(ws *grove.Workspace) *grove.Workspace {
+	if ws == nil || s.p.Admin {
+		return ws
+	}
+	cp := *ws
+	cp.LocalPath = ""
+	return &cp
+}
+
+// cache is workspace for repo caches; a local repository's URL is a host
+// path too.
+func (s *scoped) cache(c *grove.RepoCache) *grove.RepoCache {
+	if c == nil || s.p.Admin {
+		return c
+	}
+	cp := *c
+	cp.LocalPath = ""
+	if cp.Repo.Host == "local" || strings.HasPrefix(cp.URL, "/") {
+		cp.URL = ""
+	}
+	return &cp
 }
 
 func (s *scoped) visibleCaches(ctx context.Context) (map[string]bool, error) {
@@ -78,7 +108,7 @@ func (s *scoped) ListRepos(ctx context.Context) ([]*grove.RepoCache, error) {
 	out := []*grove.RepoCache{}
 	for _, c := range all {
 		if vis[c.ID] {
-			out = append(out, c)
+			out = append(out, s.cache(c))
 		}
 	}
 	return out, nil
@@ -100,16 +130,25 @@ func (s *scoped) RemoveRepo(ctx context.Context, id string, force bool) error {
 
 func (s *scoped) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.Workspace, bool, error) {
 	req.User = s.p.User
-	return s.svc.Acquire(ctx, req)
+	ws, created, err := s.svc.Acquire(ctx, req)
+	return s.workspace(ws), created, err
 }
 
-func (s *scoped) Get(ctx context.Context, id string) (*grove.Workspace, error) { return s.own(ctx, id) }
+func (s *scoped) Get(ctx context.Context, id string) (*grove.Workspace, error) {
+	ws, err := s.own(ctx, id)
+	return s.workspace(ws), err
+}
 
 func (s *scoped) List(ctx context.Context, f grove.WorkspaceFilter) ([]*grove.Workspace, error) {
-	if !s.p.Admin {
-		f.User = s.p.User
+	if s.p.Admin {
+		return s.svc.List(ctx, f)
 	}
-	return s.svc.List(ctx, f)
+	f.User = s.p.User
+	wss, err := s.svc.List(ctx, f)
+	for i, ws := range wss {
+		wss[i] = s.workspace(ws)
+	}
+	return wss, err
 }
 
 func (s *scoped) Release(ctx context.Context, id string) error {

@@ -45,7 +45,7 @@ func validName(what, s string, required bool) error {
 	return nil
 }
 
-func (e *Engine) plan(req grove.AcquireRequest) (*plan, error) {
+func (e *Engine) plan(ctx context.Context, req grove.AcquireRequest) (*plan, error) {
 	mode, err := grove.ParseMode(string(req.Mode))
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (e *Engine) plan(req grove.AcquireRequest) (*plan, error) {
 			return nil, err
 		}
 	}
-	if p.remote, err = gitrepo.ParseRepo(req.Repo, e.parse); err != nil {
+	if p.remote, err = e.parseRepo(ctx, req.Repo); err != nil {
 		return nil, err
 	}
 	p.key = grove.WorkspaceKey{User: req.User, Project: req.Project, Repo: p.remote.ID, Mode: mode, Scope: scope}
@@ -108,7 +108,7 @@ func (e *Engine) plan(req grove.AcquireRequest) (*plan, error) {
 // Acquire implements grove.Service. A re-acquire of an existing, healthy
 // workspace is one store read and one stat: no git process, no fetch.
 func (e *Engine) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.Workspace, bool, error) {
-	p, err := e.plan(req)
+	p, err := e.plan(ctx, req)
 	if err != nil {
 		return nil, false, err
 	}
@@ -242,6 +242,15 @@ func (e *Engine) materialise(ctx context.Context, cache *grove.RepoCache, ws *gr
 // ensureCache returns the cache record of remote, cloning or fetching under
 // the repo's exclusive lock.
 func (e *Engine) ensureCache(ctx context.Context, remote gitrepo.Remote, ref, token string, refresh bool) (*grove.RepoCache, error) {
+	var gitConfig [][2]string
+	if grove.IsRemoteCaller(ctx) {
+		// Resolved and pinned here, right before git runs.
+		cfg, err := e.sources.FetchConfig(ctx, remote)
+		if err != nil {
+			return nil, err
+		}
+		gitConfig = cfg
+	}
 	if token == "" && !remote.Local && e.cfg.Credentials != nil {
 		// Clone and fetch use the credential chain too (App, env); the
 		// token lives for this call only.
@@ -272,7 +281,7 @@ func (e *Engine) ensureCache(ctx context.Context, remote gitrepo.Remote, ref, to
 			CreatedAt: now,
 		}
 	}
-	res, err := e.prov.EnsureCache(ctx, c, provider.EnsureOptions{Ref: ref, Token: token, Refresh: refresh, Progress: progressOf(ctx)})
+	res, err := e.prov.EnsureCache(ctx, c, provider.EnsureOptions{Ref: ref, Token: token, Refresh: refresh, Progress: progressOf(ctx), GitConfig: gitConfig})
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +309,7 @@ func (e *Engine) EnsureRepo(ctx context.Context, req grove.EnsureRepoRequest) (*
 			return nil, err
 		}
 	}
-	remote, err := gitrepo.ParseRepo(req.Repo, e.parse)
+	remote, err := e.parseRepo(ctx, req.Repo)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -48,6 +49,21 @@ type Config struct {
 	// BaseURL is the GitHub base URL owner/repo names resolve against
 	// (GITHUB_BASE_URL); empty means https://github.com.
 	BaseURL string
+	// DataRoot is Grove's own data root (GROVE_ROOT): never a repository
+	// source for a network caller, even under a LocalRepoRoots entry.
+	DataRoot string
+	// LocalRepoRoots are the directories under which callers that come
+	// over the network (grove.WithRemoteCaller) may name local
+	// repositories (GROVE_LOCAL_REPO_ROOTS); empty: none. The in-process
+	// CLI may name any local repository.
+	LocalRepoRoots []string
+	// AllowedGitHosts are host or host:port entries network callers may
+	// fetch from besides the platform's host (GROVE_ALLOWED_GIT_HOSTS);
+	// listed hosts may have any address, loopback and private included.
+	AllowedGitHosts []string
+	// LookupHost resolves repository hosts for the address check; nil
+	// uses the system resolver (tests substitute one).
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 	// AllowUnisolatedWrites lets writable workspaces run on a runtime that
 	// reports Isolated=false. Off by default: write-capable work never
 	// silently falls back to an unisolated host process.
@@ -104,6 +120,8 @@ type Engine struct {
 	locks lock.Locker
 	parse gitrepo.ParseOptions
 	disk  DiskPolicy
+	// sources restricts what network callers may name and fetch.
+	sources *gitrepo.SourcePolicy
 	// runtimes remembers which workspaces already have a runtime so the
 	// exec path makes no store round trip; it is only a cache of the store.
 	runtimes sync.Map
@@ -138,6 +156,16 @@ func New(cfg Config) (*Engine, error) {
 		disk:  cfg.Disk,
 	}
 	e.disk.defaults()
+	e.sources = &gitrepo.SourcePolicy{
+		LocalRoots:       cfg.LocalRepoRoots,
+		AllowedHosts:     cfg.AllowedGitHosts,
+		PlatformHost:     e.parse.PlatformHost(),
+		PlatformExplicit: cfg.BaseURL != "",
+		LookupHost:       cfg.LookupHost,
+	}
+	if cfg.DataRoot != "" {
+		e.sources.DenyRoots = []string{cfg.DataRoot}
+	}
 	if e.locks == nil {
 		e.locks = local.New()
 	}
@@ -161,6 +189,22 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// parseRepo parses a caller's repository for ctx's origin: a network
+// caller (grove.IsRemoteCaller) names local repositories only under the
+// allowed roots and remote ones only on allowed hosts.
+func (e *Engine) parseRepo(ctx context.Context, repo string) (gitrepo.Remote, error) {
+	if !grove.IsRemoteCaller(ctx) {
+		return gitrepo.ParseRepo(repo, e.parse)
+	}
+	opt := e.parse
+	opt.Sources = e.sources
+	r, err := gitrepo.ParseRepo(repo, opt)
+	if err != nil {
+		return r, err
+	}
+	return r, e.sources.CheckHost(r)
 }
 
 // Driver returns the runtime driver in use.

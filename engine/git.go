@@ -114,6 +114,14 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 	if err != nil {
 		return nil, err
 	}
+	if grove.IsRemoteCaller(ctx) {
+		// The push goes where the cache came from; a network caller may
+		// only send there what it could have named itself (a workspace the
+		// CLI made on a local path or an unlisted host is the CLI's).
+		if _, err := e.parseRepo(ctx, c.URL); err != nil {
+			return nil, err
+		}
+	}
 	if err := gitrepo.CheckProtected(ws.Branch, e.protected(ctx, ws, c)); err != nil {
 		return nil, err
 	}

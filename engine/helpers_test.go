@@ -35,6 +35,7 @@ type fixtureOpt struct {
 	allowUnisolated bool
 	now             func() time.Time
 	disk            engine.DiskPolicy
+	tune            func(*engine.Config) // adjusts the configuration before New
 }
 
 func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
@@ -65,7 +66,11 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		o.allowUnisolated = true
 	}
 	st := memory.New()
-	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now, Disk: o.disk})
+	cfg := engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now, DataRoot: root, Disk: o.disk}
+	if o.tune != nil {
+		o.tune(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func (e *Engine) Get(ctx context.Context, id string) (*grove.Workspace, error) {
 func (e *Engine) List(ctx context.Context, f grove.WorkspaceFilter) ([]*grove.Workspace, error) {
 	cacheID := ""
 	if f.Repo != "" {
-		remote, err := gitrepo.ParseRepo(f.Repo, e.parse)
+		remote, err := e.parseRepo(ctx, f.Repo)
 		if err != nil {
 			return nil, err
 		}

@@ -43,6 +43,9 @@ type EnsureOptions struct {
 	Refresh     bool      // fetch even when fresh
 	LastFetched time.Time // from the store; zero: use the cache's marker
 	Progress    io.Writer // git's --progress lines for clone and fetch
+	// GitConfig is forced on clone and fetch (SourcePolicy.FetchConfig:
+	// no redirects, a pinned address).
+	GitConfig [][2]string
 }
 
 // EnsureResult describes what Ensure did.
@@ -187,7 +190,7 @@ func (c *Caches) clone(ctx context.Context, remote Remote, bare string, opt Ensu
 		args = append(args, "--quiet")
 	}
 	args = append(args, "--", remote.URL, tmp)
-	if _, err := g.run(ctx, call{args: args, dir: parent, token: opt.Token, progress: opt.Progress}); err != nil {
+	if _, err := g.run(ctx, call{args: args, dir: parent, token: opt.Token, progress: opt.Progress, config: opt.GitConfig}); err != nil {
 		return err
 	}
 	// A bare clone copies branches but records no fetch refspec; later
@@ -251,7 +254,7 @@ func (c *Caches) fetchAll(ctx context.Context, bare string, opt EnsureOptions) e
 	_, err := c.git().run(ctx, call{
 		args:  c.fetchArgs(opt, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"),
 		env:   bareEnv(bare),
-		token: opt.Token, progress: opt.Progress,
+		token: opt.Token, progress: opt.Progress, config: opt.GitConfig,
 	})
 	return err
 }
@@ -274,7 +277,7 @@ func (c *Caches) fetchRef(ctx context.Context, bare string, opt EnsureOptions) e
 		specs = []string{"+refs/heads/" + ref + ":refs/heads/" + ref, "+refs/tags/" + ref + ":refs/tags/" + ref}
 	}
 	for _, spec := range specs {
-		_, err := g.run(ctx, call{args: c.fetchArgs(opt, spec), env: bareEnv(bare), token: opt.Token, progress: opt.Progress})
+		_, err := g.run(ctx, call{args: c.fetchArgs(opt, spec), env: bareEnv(bare), token: opt.Token, progress: opt.Progress, config: opt.GitConfig})
 		if err == nil {
 			if _, rerr := g.ResolveCommit(ctx, bare, ref); rerr == nil {
 				return nil

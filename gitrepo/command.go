@@ -66,9 +66,10 @@ type call struct {
 	dir      string   // working directory
 	env      []string // extra KEY=VALUE (GIT_DIR, identities)
 	stdin    io.Reader
-	stdout   io.Writer // nil: captured and returned
-	token    string    // per-call credential, sent as an HTTP header via env config
-	progress io.Writer // receives redacted stderr lines when set
+	stdout   io.Writer   // nil: captured and returned
+	token    string      // per-call credential, sent as an HTTP header via env config
+	config   [][2]string // extra forced config (SourcePolicy.FetchConfig)
+	progress io.Writer   // receives redacted stderr lines when set
 }
 
 // run executes c and returns its stdout. A non-zero exit becomes an *Error
@@ -85,7 +86,7 @@ func (g *Git) run(ctx context.Context, c call) ([]byte, error) {
 	}
 	cmd := exec.CommandContext(ctx, path, c.args...)
 	cmd.Dir = c.dir
-	cmd.Env = append(g.environ(c.token), c.env...)
+	cmd.Env = append(g.environ(c.token, c.config...), c.env...)
 	if c.dir != "" && !hasEnv(c.env, "GIT_DIR") {
 		// Calls without an explicit repository (clone) must not discover
 		// one above their working directory and read its config.
@@ -146,7 +147,7 @@ func (g *Git) logger() *slog.Logger {
 }
 
 // environ builds git's whole environment; nothing is inherited but PATH.
-func (g *Git) environ(token string) []string {
+func (g *Git) environ(token string, extra ...[2]string) []string {
 	home := g.Home
 	if home == "" {
 		home = "/nonexistent"
@@ -171,6 +172,7 @@ func (g *Git) environ(token string) []string {
 	if token != "" {
 		cfg = append(cfg[:len(cfg):len(cfg)], [2]string{"http.extraHeader", authHeader(token)})
 	}
+	cfg = append(cfg[:len(cfg):len(cfg)], extra...)
 	env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(cfg)))
 	for i, kv := range cfg {
 		n := strconv.Itoa(i)

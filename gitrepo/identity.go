@@ -28,6 +28,11 @@ const LocalHost = "local"
 // passes its value; this package never reads the environment.
 type ParseOptions struct {
 	BaseURL string // GitHub (Enterprise) base URL; "" means DefaultBaseURL
+	// Sources, when set, restricts local paths and file:// URLs to what a
+	// network caller may name (SourcePolicy); every refusal answers
+	// grove.ErrNotFound NotAccessibleMessage, whatever is on the disk.
+	// Nil: the in-process CLI, which may name any local repository.
+	Sources *SourcePolicy
 }
 
 // Remote is a parsed, validated repository: its identity and the
@@ -76,13 +81,13 @@ func ParseRepo(s string, opt ParseOptions) (Remote, error) {
 	case strings.Contains(s, "://"):
 		return parseURL(s, opt)
 	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "./"):
-		return parseLocal(s)
+		return parseLocal(s, opt)
 	case isSCP(s):
 		return parseSCP(s, opt)
 	case strings.Count(s, "/") == 1:
 		return parseShorthand(s, opt)
 	default:
-		return parseLocal(s)
+		return parseLocal(s, opt)
 	}
 }
 
@@ -129,9 +134,12 @@ func parseURL(s string, opt ParseOptions) (Remote, error) {
 	}
 	if u.Scheme == "file" {
 		if u.User != nil || (u.Host != "" && u.Host != "localhost") {
+			if opt.Sources != nil {
+				return Remote{}, errNotAccessible()
+			}
 			return Remote{}, grove.Errorf(grove.ErrInvalid, "repo: file URL must name a path on this machine")
 		}
-		return parseLocal(u.Path)
+		return parseLocal(u.Path, opt)
 	}
 	if u.User != nil {
 		_, hasPassword := u.User.Password()
@@ -308,7 +316,10 @@ func foldGitHub(id grove.RepoID, opt ParseOptions) grove.RepoID {
 	return id
 }
 
-func parseLocal(p string) (Remote, error) {
+func parseLocal(p string, opt ParseOptions) (Remote, error) {
+	if opt.Sources != nil {
+		return parseLocalRestricted(p, opt.Sources)
+	}
 	if p == "" {
 		return Remote{}, grove.Errorf(grove.ErrInvalid, "repo: empty path")
 	}
@@ -332,6 +343,11 @@ func parseLocal(p string) (Remote, error) {
 	if !isGitDir(abs) {
 		return Remote{}, grove.Errorf(grove.ErrInvalid, "repo: local path %s is not a git repository", sanitizeForMessage(p))
 	}
+	return localRemote(abs), nil
+}
+
+// localRemote is the Remote of the resolved repository path abs.
+func localRemote(abs string) Remote {
 	name := strings.TrimSuffix(filepath.Base(abs), ".git")
 	if name == "" || name == "." || name == "/" {
 		name = "repo"
@@ -342,7 +358,7 @@ func parseLocal(p string) (Remote, error) {
 		ID:    grove.RepoID{Host: LocalHost, Owner: hex.EncodeToString(sum[:])[:12], Name: name},
 		URL:   abs,
 		Local: true,
-	}, nil
+	}
 }
 
 // isGitDir reports whether dir is a working tree (has .git) or a bare

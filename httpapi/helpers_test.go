@@ -49,7 +49,11 @@ func newFixtureWith(t *testing.T, opt httpapi.Options, tune func(*engine.Config)
 	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(root, "repos")}, fsops.Options{})
 	drv := subprocess.New(subprocess.Options{AllowMutating: true, HomeRoot: filepath.Join(root, "rt")})
 	st := memory.New()
-	cfg := engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: true}
+	f := &fixture{repo: sourceRepo(t)}
+	// Callers here come over HTTP: the upstream's directory is an allowed
+	// local repository root, as an operator would list it.
+	cfg := engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: true,
+		DataRoot: root, LocalRepoRoots: []string{filepath.Dir(f.repo)}}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -58,7 +62,6 @@ func newFixtureWith(t *testing.T, opt httpapi.Options, tune func(*engine.Config)
 		t.Fatal(err)
 	}
 	keys := &auth.Keys{Store: st}
-	f := &fixture{repo: sourceRepo(t)}
 	ctx := context.Background()
 	_, f.alice, _ = keys.Create(ctx, "alice", false)
 	_, f.bob, _ = keys.Create(ctx, "bob", false)

@@ -133,7 +133,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = newRequestID()
 	}
 	w.Header().Set("X-Request-Id", id)
-	ctx := context.WithValue(r.Context(), reqIDKey{}, id)
+	// Everything served here comes over the network: the engine then keeps
+	// the server's disk and internal network out of the caller's reach.
+	ctx := grove.WithRemoteCaller(r.Context())
+	ctx = context.WithValue(ctx, reqIDKey{}, id)
 	ctx = context.WithValue(ctx, loggerKey{}, s.log)
 	info := &reqInfo{}
 	ctx = context.WithValue(ctx, reqInfoKey{}, info)

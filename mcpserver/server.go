@@ -277,7 +277,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, tools.Code(err)+": "+err.Error(), statusOf(err))
 		return
 	}
-	h.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), optKey{}, opt)))
+	// A caller over HTTP is a network caller (grove.WithRemoteCaller).
+	ctx := grove.WithRemoteCaller(r.Context())
+	h.mcp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, optKey{}, opt)))
 }
 
 func statusOf(err error) int {

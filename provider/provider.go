@@ -106,6 +106,9 @@ type EnsureOptions struct {
 	Token    string
 	Refresh  bool
 	Progress io.Writer
+	// GitConfig is forced on clone and fetch: what SourcePolicy.FetchConfig
+	// returns for a network caller.
+	GitConfig [][2]string
 }
 
 // EnsureResult says what EnsureCache did.

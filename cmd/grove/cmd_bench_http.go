@@ -155,6 +155,9 @@ func (c *cli) runBenchHTTP(ctx context.Context, o httpBenchOpts) error {
 	// A throwaway root on loopback: the subprocess runtime (no bwrap) may
 	// write here.
 	cfg.AllowUnisolated = true
+	// The load comes over HTTP, so the generated upstream must be a
+	// listed local repository root, as an operator would list it.
+	cfg.LocalRepoRoots = []string{repo}
 	a, err := openEngine(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

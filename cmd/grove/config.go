@@ -19,6 +19,8 @@ type config struct {
 	Network         string        // GROVE_NETWORK: none | limited | default
 	Freshness       time.Duration // GROVE_FETCH_FRESHNESS: how long a fetch stays fresh
 	BaseURL         string        // GITHUB_BASE_URL: GitHub (Enterprise) base URL
+	LocalRepoRoots  []string      // GROVE_LOCAL_REPO_ROOTS: colon-separated directories API callers may name local repositories under
+	AllowedGitHosts []string      // GROVE_ALLOWED_GIT_HOSTS: comma-separated host[:port] API callers may fetch from besides the platform's
 	User            string        // GROVE_USER: the acting user for in-process commands
 	AuthorName      string        // GROVE_AUTHOR_NAME: commit identity
 	AuthorEmail     string        // GROVE_AUTHOR_EMAIL
@@ -66,6 +68,8 @@ func loadConfig() config {
 		Network:         os.Getenv("GROVE_NETWORK"),
 		Freshness:       5 * time.Minute,
 		BaseURL:         os.Getenv("GITHUB_BASE_URL"),
+		LocalRepoRoots:  splitList(os.Getenv("GROVE_LOCAL_REPO_ROOTS"), ":"),
+		AllowedGitHosts: splitList(os.Getenv("GROVE_ALLOWED_GIT_HOSTS"), ","),
 		User:            envOr("GROVE_USER", envOr("USER", "grove")),
 		AuthorName:      envOr("GROVE_AUTHOR_NAME", "Grove Agent"),
 		AuthorEmail:     envOr("GROVE_AUTHOR_EMAIL", "agent@grove.invalid"),
@@ -86,6 +90,17 @@ func loadConfig() config {
 		}
 	}
 	return c
+}
+
+// splitList splits an environment list, dropping empty entries.
+func splitList(v, sep string) []string {
+	var out []string
+	for _, s := range strings.Split(v, sep) {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // pickRuntime resolves "" to the best runtime this machine has.

@@ -81,6 +81,9 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Provider:              prov,
 		Driver:                drv,
 		BaseURL:               cfg.BaseURL,
+		DataRoot:              cfg.Root,
+		LocalRepoRoots:        cfg.LocalRepoRoots,
+		AllowedGitHosts:       cfg.AllowedGitHosts,
 		AllowUnisolatedWrites: cfg.AllowUnisolated,
 		Network:               driver.NetworkMode(cfg.Network),
 		Disk: engine.DiskPolicy{

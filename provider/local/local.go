@@ -75,7 +75,7 @@ func (p *Provider) CachePath(repo grove.RepoID) string {
 // EnsureCache implements provider.Provider.
 func (p *Provider) EnsureCache(ctx context.Context, c *grove.RepoCache, opt provider.EnsureOptions) (provider.EnsureResult, error) {
 	res, err := p.caches.Ensure(ctx, remoteOf(c), gitrepo.EnsureOptions{
-		Ref: opt.Ref, Token: opt.Token, Refresh: opt.Refresh, LastFetched: c.LastFetchedAt, Progress: opt.Progress,
+		Ref: opt.Ref, Token: opt.Token, Refresh: opt.Refresh, LastFetched: c.LastFetchedAt, Progress: opt.Progress, GitConfig: opt.GitConfig,
 	})
 	if err != nil {
 		return provider.EnsureResult{}, err

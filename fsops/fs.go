@@ -249,6 +249,7 @@ func (f *FS) WriteFile(rel string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return mapErr("write", rel, err)
 	}
+	inheritOwner(f.tmpFd, tmp, w.top())
 	if testHookBeforeRename != nil && testHookBeforeRename() {
 		return errors.New("fsops: test crash")
 	}
@@ -412,4 +413,26 @@ func mapErr(op, rel string, err error) error {
 		return grove.Errorf(grove.ErrForbidden, "%s %s: permission denied", op, rel)
 	}
 	return fmt.Errorf("%s %s: %w", op, rel, inner)
+}
+
+// asRoot is whether this process writes as root. A root server's
+// workspaces belong to the unprivileged uid their sandbox runs as
+// (driver/bwrap); what Grove writes into them must belong to that uid too,
+// or the agent could not change it in place.
+var asRoot = os.Geteuid() == 0
+
+// inheritOwner gives the file name in dirfd the owner of the directory
+// parent, when running as root and they differ. Failure is harmless (the
+// file stays root's and readable) and not reported.
+func inheritOwner(dirfd int, name string, parent int) {
+	if !asRoot {
+		return
+	}
+	var pst, st unix.Stat_t
+	if unix.Fstat(parent, &pst) != nil || unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	if st.Uid != pst.Uid || st.Gid != pst.Gid {
+		_ = unix.Fchownat(dirfd, name, int(pst.Uid), int(pst.Gid), unix.AT_SYMLINK_NOFOLLOW)
+	}
 }

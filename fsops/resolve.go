@@ -131,6 +131,8 @@ func (w *walker) enter(c string, create bool) error {
 		case err == unix.ENOENT && create && try < 3:
 			if err := unix.Mkdirat(w.top(), c, 0o755); err != nil && err != unix.EEXIST {
 				return mapErr("mkdir", w.rel, err)
+			} else if err == nil {
+				inheritOwner(w.top(), c, w.top())
 			}
 		case isLinkErr(err):
 			followed, ferr := w.follow(c)

@@ -53,11 +53,21 @@ func systemMounts() []string {
 // args builds bwrap's command line for one command. Order matters: later
 // mounts cover earlier ones, so the workspace comes before the paths
 // protected inside it.
+//
+// The sandbox holds no privileges (DESIGN.md §3): as a non-root server,
+// bwrap makes a user namespace and drops every capability in it; as root,
+// it builds the sandbox without one and starts the command through setpriv
+// as an unprivileged uid (d.drop). Either way the seccomp filter
+// (seccomp.go, on fd 5) forbids mounting, new namespaces and the other
+// ways back to privilege, and no_new_privs is set.
 func (d *Driver) args(spec driver.Spec, dir string, env []string, argv []string) []string {
-	a := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+	a := []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--die-with-parent", "--new-session",
 		"--hostname", "grove",
+		"--seccomp", "5",
+	}
+	if d.drop == nil {
+		a = append(a, "--unshare-user", "--cap-drop", "ALL")
 	}
 	if spec.Network != driver.NetworkDefault {
 		a = append(a, "--unshare-net")
@@ -66,10 +76,20 @@ func (d *Driver) args(spec driver.Spec, dir string, env []string, argv []string)
 	a = append(a,
 		"--proc", "/proc",
 		"--dev", "/dev",
-		"--tmpfs", "/tmp",
-		"--dir", sandboxHome,
+		// World-writable (sticky) as a normal /tmp: as root the tmpfs is
+		// root's and the command's uid is not.
+		"--perms", "1777", "--tmpfs", "/tmp",
+		"--perms", "0777", "--dir", sandboxHome,
 	)
 	work := filepath.Clean(spec.WorkDir)
+	if d.drop != nil {
+		// bwrap gives the directories it creates for a mount point the
+		// modes of their host counterparts; a root server's data root is
+		// typically 0700, which the command's uid could not traverse.
+		for _, p := range mountParents(append([]string{work}, spec.ReadOnlyPaths...)) {
+			a = append(a, "--perms", "0755", "--dir", p)
+		}
+	}
 	if spec.Writable {
 		a = append(a, "--bind", work, work)
 	} else {
@@ -92,6 +112,7 @@ func (d *Driver) args(spec driver.Spec, dir string, env []string, argv []string)
 		a = append(a, "--setenv", k, v)
 	}
 	a = append(a, "--")
+	a = append(a, d.drop...)
 	return append(a, argv...)
 }
 
@@ -131,4 +152,37 @@ func mapExecFailure(res *grove.ExecResult) {
 	case strings.Contains(string(res.Stderr), "Permission denied"):
 		res.ExitCode = 126
 	}
+}
+
+// mountParents lists the directories above the given mount points that the
+// sandbox must create, shallowest first, leaving out / and the trees the
+// sandbox binds from the system or makes itself (/tmp is a fresh tmpfs,
+// where the directories are new).
+func mountParents(targets []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range targets {
+		var chain []string
+		for p := filepath.Dir(filepath.Clean(t)); p != "/" && p != "."; p = filepath.Dir(p) {
+			chain = append(chain, p)
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			p := chain[i]
+			if seen[p] || p == "/tmp" || underSystem(p) {
+				continue
+			}
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func underSystem(p string) bool {
+	for _, s := range systemDirs {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// so "none" trades the process limit (Capabilities.Limits=false) for
 	// launch speed.
 	PidsCgroup string
+	// SandboxUID and SandboxGID are the unprivileged identity commands run
+	// as when Grove runs as root (0: 65534, nobody). A root server's
+	// writable workspaces are handed to this uid at Create.
+	SandboxUID, SandboxGID int
 }
 
 // Driver runs commands in bubblewrap sandboxes.
@@ -84,6 +88,14 @@ type Driver struct {
 	pids   *pidsCgroup
 	nproc  bool // whether a process limit can be enforced at all
 	mounts []string
+	// seccomp is the compiled filter (seccomp.go), given to every sandbox.
+	seccomp []byte
+	// drop is set when Grove runs as root: the sandbox is built as root
+	// (no user namespace, whose uid 0 would still be the host's root for
+	// file access) and the command is started through setpriv as uid:gid
+	// with no capabilities, no supplementary groups and no_new_privs.
+	drop     []string
+	uid, gid int
 
 	runtimes *procexec.Registry[struct{}]
 }
@@ -112,6 +124,24 @@ func New(opt Options) (*Driver, error) {
 		d.shell = "bash"
 	}
 	d.mounts = systemMounts()
+	if d.seccomp, err = compileFilter(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() == 0 {
+		d.uid, d.gid = opt.SandboxUID, opt.SandboxGID
+		if d.uid == 0 {
+			d.uid = 65534
+		}
+		if d.gid == 0 {
+			d.gid = 65534
+		}
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			return nil, grove.Errorf(grove.ErrNotInstalled, "bwrap: a root server drops sandboxes to uid %d with setpriv (Debian package util-linux), which is not installed", d.uid)
+		}
+		d.drop = []string{setpriv, fmt.Sprintf("--reuid=%d", d.uid), fmt.Sprintf("--regid=%d", d.gid),
+			"--clear-groups", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}
+	}
 	d.nproc = os.Geteuid() != 0
 	if os.Geteuid() == 0 && opt.PidsCgroup != "none" {
 		d.pids = findPidsCgroup(opt.PidsCgroup)
@@ -148,6 +178,11 @@ func (d *Driver) Capabilities() driver.Capabilities {
 func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
+	}
+	if d.drop != nil && spec.Writable {
+		if err := handOver(spec.WorkDir, d.uid, d.gid); err != nil {
+			return nil, err
+		}
 	}
 	return d.runtimes.Create(spec, nil)
 }

@@ -52,9 +52,18 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 	}
 	defer infoR.Close()
 
-	// ExtraFiles become fds 3 and 4 in bwrap.
+	filter, err := filterFile(d.seccomp)
+	if err != nil {
+		blockR.Close()
+		infoW.Close()
+		return nil, err
+	}
+	defer filter.Close()
+
+	// ExtraFiles become fds 3, 4 and 5 in bwrap (args names 5 for
+	// --seccomp).
 	full := append([]string{d.bin, "--block-fd", "3", "--info-fd", "4"}, args...)
-	cmd := &exec.Cmd{Path: d.bin, Args: full, Env: []string{}, ExtraFiles: []*os.File{blockR, infoW}}
+	cmd := &exec.Cmd{Path: d.bin, Args: full, Env: []string{}, ExtraFiles: []*os.File{blockR, infoW, filter}}
 
 	var cg *cgroup
 	p.Started = func(int) error {
@@ -71,7 +80,7 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 				return err
 			}
 		}
-		if err := setLimits(pid, l); err != nil {
+		if err := setLimits(pid, l, d.drop == nil); err != nil {
 			return err
 		}
 		_, err = blockW.Write([]byte{1})
@@ -108,16 +117,22 @@ func sandboxPid(r *os.File) (int, error) {
 }
 
 // setLimits sets hard and soft limits on the (still blocked) sandbox
-// process; everything the command starts inherits them.
-func setLimits(pid int, l limits) error {
+// process; everything the command starts inherits them. nproc says
+// whether RLIMIT_NPROC applies: in its own user namespace it counts only
+// the command's processes, but a root server's sandboxes all run as one
+// host uid, where it would count every tenant's together (the pids cgroup
+// bounds those instead).
+func setLimits(pid int, l limits, nproc bool) error {
 	set := func(res int, v uint64) error {
 		if err := prlimit(pid, res, v); err != nil {
 			return fmt.Errorf("bwrap: prlimit: %w", err)
 		}
 		return nil
 	}
-	if err := set(rlimitNproc, uint64(l.processes)); err != nil {
-		return err
+	if nproc {
+		if err := set(rlimitNproc, uint64(l.processes)); err != nil {
+			return err
+		}
 	}
 	if err := set(syscall.RLIMIT_FSIZE, uint64(l.fileSize)); err != nil {
 		return err

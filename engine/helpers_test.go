@@ -34,6 +34,7 @@ type fixtureOpt struct {
 	drv             driver.Driver
 	allowUnisolated bool
 	now             func() time.Time
+	configure       func(*engine.Config) // last word on the engine's config
 }
 
 func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
@@ -64,7 +65,11 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		o.allowUnisolated = true
 	}
 	st := memory.New()
-	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now})
+	cfg := engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: o.allowUnisolated, Now: o.now}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ type config struct {
 	AllowUnisolated bool          // GROVE_ALLOW_UNISOLATED: writable workspaces on an unisolated runtime
 	Network         string        // GROVE_NETWORK: none | limited | default
 	Freshness       time.Duration // GROVE_FETCH_FRESHNESS: how long a fetch stays fresh
+	AccessCheckTTL  time.Duration // GROVE_ACCESS_CHECK_TTL: how long a user's successful access check on a repository is remembered
 	BaseURL         string        // GITHUB_BASE_URL: GitHub (Enterprise) base URL
 	User            string        // GROVE_USER: the acting user for in-process commands
 	AuthorName      string        // GROVE_AUTHOR_NAME: commit identity
@@ -66,6 +67,11 @@ func loadConfig() config {
 		NoSync:          envBool("GROVE_NO_SYNC"),
 		Store:           os.Getenv("GROVE_STORE"),
 		Locks:           os.Getenv("GROVE_LOCKS"),
+	}
+	if v := os.Getenv("GROVE_ACCESS_CHECK_TTL"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			c.AccessCheckTTL = d
+		}
 	}
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {

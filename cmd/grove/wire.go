@@ -81,6 +81,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Driver:                drv,
 		BaseURL:               cfg.BaseURL,
 		AllowUnisolatedWrites: cfg.AllowUnisolated,
+		AccessCheckTTL:        cfg.AccessCheckTTL,
 		Network:               driver.NetworkMode(cfg.Network),
 		Logger:                logger,
 	})

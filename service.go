@@ -21,6 +21,7 @@ type AcquireRequest struct {
 // EnsureRepoRequest makes sure a repo cache exists and is fresh.
 type EnsureRepoRequest struct {
 	Repo    string `json:"repo"`
+	User    string `json:"-"` // whose credentials must read the repository (set by auth.Scope)
 	Ref     string `json:"ref,omitempty"`
 	Token   string `json:"-"`
 	Refresh bool   `json:"refresh,omitempty"`

@@ -11,7 +11,9 @@ import (
 // (HTTP handlers, the tool catalog, MCP) enforces the same rule in one
 // place:
 //
-//   - Acquire always acts as p.User, whatever the request says.
+//   - Acquire and EnsureRepo always act as p.User, whatever the request
+//     says: the engine checks that this user's credentials can read the
+//     repository.
 //   - A workspace of another user answers ErrNotFound, exactly like an
 //     unknown id, so ids cannot be probed. Admins see every workspace.
 //   - Repo caches are shared between users, so a user sees the caches
@@ -55,6 +57,7 @@ func (s *scoped) check(ctx context.Context, id string) error {
 }
 
 func (s *scoped) EnsureRepo(ctx context.Context, req grove.EnsureRepoRequest) (*grove.RepoCache, error) {
+	req.User = s.p.User
 	c, err := s.svc.EnsureRepo(ctx, req)
 	return s.cache(c), err
 }

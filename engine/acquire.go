@@ -106,7 +106,9 @@ func (e *Engine) plan(ctx context.Context, req grove.AcquireRequest) (*plan, err
 }
 
 // Acquire implements grove.Service. A re-acquire of an existing, healthy
-// workspace is one store read and one stat: no git process, no fetch.
+// workspace is one store read and one stat: no git process, no fetch —
+// within the access-check TTL of the user on the repository; after it, one
+// `git ls-remote` with the request's credentials comes first (checkAccess).
 func (e *Engine) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.Workspace, bool, error) {
 	p, err := e.plan(ctx, req)
 	if err != nil {
@@ -115,6 +117,12 @@ func (e *Engine) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.
 	if grove.CapabilitiesFor(p.key.Mode).Writable && !e.drv.Capabilities().Isolated && !e.cfg.AllowUnisolatedWrites {
 		return nil, false, grove.Errorf(grove.ErrRejected,
 			"runtime %q is not isolated; refusing a writable workspace (allow unisolated writes explicitly to override)", e.drv.Kind())
+	}
+	// Access is per user: the shared cache (or this user's own workspace)
+	// existing proves nothing about what this request may read. Within the
+	// TTL this is a map lookup, so the fast path below stays git-free.
+	if err := e.checkAccess(ctx, p.key.User, p.remote, req.Token); err != nil {
+		return nil, false, err
 	}
 	key := p.key.String()
 	if ws, ok := e.reuse(ctx, key, req.Branch); ok {
@@ -130,7 +138,7 @@ func (e *Engine) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.
 		return ws, false, nil
 	}
 
-	cache, err := e.ensureCache(ctx, p.remote, p.base, req.Token, req.Refresh)
+	cache, err := e.ensureCache(ctx, p.key.User, p.remote, p.base, req.Token, req.Refresh)
 	if err != nil {
 		return nil, false, err
 	}
@@ -171,12 +179,15 @@ func (e *Engine) Acquire(ctx context.Context, req grove.AcquireRequest) (*grove.
 		LastUsedAt:  now,
 	}
 	ws.LocalPath = e.prov.WorkspacePath(cache, ws)
-	// The row goes in first: the store's uniqueness on (cache, branch) turns
-	// a second workspace on a checked-out branch into a conflict before any
-	// file is touched.
+	// The row goes in first: the store's uniqueness on (cache, user,
+	// branch) turns a second workspace of this user on a branch they have
+	// checked out into a conflict before any file is touched. Other users'
+	// workspaces on the same branch name never conflict (nor are they
+	// mentioned): their unpushed work lives in their own work repositories,
+	// and the users meet only at the remote, when pushing.
 	if err := e.store.CreateWorkspace(ctx, ws); err != nil {
 		if errors.Is(err, grove.ErrConflict) && ws.Branch != "" {
-			return nil, false, grove.Errorf(grove.ErrConflict, "branch %q of %s is already checked out by another workspace", ws.Branch, p.remote.ID)
+			return nil, false, grove.Errorf(grove.ErrConflict, "branch %q of %s is already checked out by another of your workspaces", ws.Branch, p.remote.ID)
 		}
 		return nil, false, err
 	}
@@ -240,8 +251,8 @@ func (e *Engine) materialise(ctx context.Context, cache *grove.RepoCache, ws *gr
 }
 
 // ensureCache returns the cache record of remote, cloning or fetching under
-// the repo's exclusive lock.
-func (e *Engine) ensureCache(ctx context.Context, remote gitrepo.Remote, ref, token string, refresh bool) (*grove.RepoCache, error) {
+// the repo's exclusive lock. The caller has run checkAccess for user.
+func (e *Engine) ensureCache(ctx context.Context, user string, remote gitrepo.Remote, ref, token string, refresh bool) (*grove.RepoCache, error) {
 	var gitConfig [][2]string
 	if grove.IsRemoteCaller(ctx) {
 		// Resolved and pinned here, right before git runs.
@@ -252,9 +263,9 @@ func (e *Engine) ensureCache(ctx context.Context, remote gitrepo.Remote, ref, to
 		gitConfig = cfg
 	}
 	if token == "" && !remote.Local && e.cfg.Credentials != nil {
-		// Clone and fetch use the credential chain too (App, env); the
-		// token lives for this call only.
-		cred, err := e.cfg.Credentials.Resolve(ctx, credentials.Request{Repo: remote.ID})
+		// Clone and fetch use the credential chain too (App, the user's
+		// OAuth token, env); the token lives for this call only.
+		cred, err := e.cfg.Credentials.Resolve(ctx, credentials.Request{Repo: remote.ID, User: user})
 		if err != nil {
 			return nil, err
 		}
@@ -309,11 +320,17 @@ func (e *Engine) EnsureRepo(ctx context.Context, req grove.EnsureRepoRequest) (*
 			return nil, err
 		}
 	}
+	if err := validName("user", req.User, false); err != nil {
+		return nil, err
+	}
 	remote, err := e.parseRepo(ctx, req.Repo)
 	if err != nil {
 		return nil, err
 	}
-	return e.ensureCache(ctx, remote, req.Ref, req.Token, req.Refresh)
+	if err := e.checkAccess(ctx, req.User, remote, req.Token); err != nil {
+		return nil, err
+	}
+	return e.ensureCache(ctx, req.User, remote, req.Ref, req.Token, req.Refresh)
 }
 
 // ListRepos implements grove.Service.

@@ -82,6 +82,12 @@ type Config struct {
 	// (per-call → GitHub App → OAuth → env); nil uses only per-call
 	// tokens.
 	Credentials *credentials.Chain
+	// AccessCheckTTL is how long a user's successful access check on a
+	// remote repository is remembered (see checkAccess): within it, a
+	// re-acquire runs no git; after it, the next acquire or EnsureRepo asks
+	// the remote again with the request's credentials. Zero means
+	// DefaultAccessCheckTTL (5 minutes); negative means every call checks.
+	AccessCheckTTL time.Duration
 	// Platform serves pull requests; nil means none is configured
 	// (grove.ErrPlatformNotConfigured).
 	Platform platform.Platform
@@ -134,6 +140,8 @@ type Engine struct {
 	// written counts bytes of file writes per workspace since its size
 	// was last measured (checkWrite).
 	written sync.Map // id -> *atomic.Int64
+	// access remembers successful access checks per (user, repository).
+	access accessMemo
 }
 
 var _ grove.Service = (*Engine)(nil)

@@ -429,7 +429,10 @@ func WorkspacesDir(cacheDir string) string { return filepath.Join(cacheDir, "wor
 // WorkspaceDirName is the directory name of a workspace:
 // <user>_<scope>_<branch>, each part mapped onto a safe alphabet and
 // shortened, plus a hash of the exact inputs so that names that sanitise
-// alike (agent/x and agent_x) never share a directory.
+// or shorten alike (agent/x and agent_x; two long user names with the same
+// first 40 bytes) never share a directory. The hash is 64 bits: users pick
+// scopes and branch names freely, and a directory another user's workspace
+// already holds must not be within reach of a brute-forced collision.
 func WorkspaceDirName(user, scope, branch string) string {
 	short := func(s string) string {
 		s = sanitizeName(s)
@@ -439,5 +442,5 @@ func WorkspaceDirName(user, scope, branch string) string {
 		return s
 	}
 	sum := sha256.Sum256([]byte(user + "\x00" + scope + "\x00" + branch))
-	return short(user) + "_" + short(scope) + "_" + short(branch) + "-" + hex.EncodeToString(sum[:])[:8]
+	return short(user) + "_" + short(scope) + "_" + short(branch) + "-" + hex.EncodeToString(sum[:8])
 }

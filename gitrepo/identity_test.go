@@ -150,6 +150,8 @@ func TestWorkspaceDirName(t *testing.T) {
 		{"../..", "..", "/etc/passwd"},
 		{"al ice\n", "c", ""},
 		{strings.Repeat("x", 300), "c", "b"},
+		{strings.Repeat("x", 40) + "alice", "c", "b"}, // users alike in their first 40 bytes
+		{strings.Repeat("x", 40) + "bob", "c", "b"},
 	} {
 		name := WorkspaceDirName(in[0], in[1], in[2])
 		if seen[name] {

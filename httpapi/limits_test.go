@@ -42,7 +42,6 @@ type limitsServer struct {
 	log        *syncBuffer
 }
 
-
 func newLimitsServer(t *testing.T, opt httpapi.Options) *limitsServer {
 	t.Helper()
 	root := t.TempDir()

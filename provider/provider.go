@@ -51,6 +51,13 @@ type Provider interface {
 	// when asked.
 	EnsureCache(ctx context.Context, c *grove.RepoCache, opt EnsureOptions) (EnsureResult, error)
 	RemoveCache(ctx context.Context, c *grove.RepoCache) error
+	// CheckAccess reports whether token ("" for none) can read repo at
+	// url on its remote now, without touching any cache: nil, or an error
+	// of kind ErrAuthFailed or ErrNotFound when it cannot (or another kind
+	// when the remote could not be asked). The engine calls it before a
+	// user may use a cache that another user's credential filled.
+	// gitConfig is forced on the check as on a fetch (EnsureOptions).
+	CheckAccess(ctx context.Context, repo grove.RepoID, url, token string, gitConfig [][2]string) error
 	ResolveCommit(ctx context.Context, c *grove.RepoCache, ref string) (sha string, err error)
 	// DefaultBranch is the remote's default branch as the cache recorded
 	// it at clone time; "" when HEAD is detached.

@@ -7,9 +7,11 @@
 //   - Records are returned as copies: mutating a returned value never
 //     changes the store until it is passed to an Update method.
 //   - Create methods fail with grove.ErrConflict when a unique key is taken:
-//     a repo cache's Repo.Key(), a workspace's Key, and the pair
-//     (RepoCacheID, Branch) for workspaces with a non-empty Branch — two
-//     workspaces never hold the same branch of one repo.
+//     a repo cache's Repo.Key(), a workspace's Key, and the triple
+//     (RepoCacheID, User, Branch) for workspaces with a non-empty Branch —
+//     one user never holds the same branch of one repo twice, while two
+//     users may each hold it (their unpushed work is separate; they meet
+//     only at the remote).
 //   - Get, Update and Delete of an absent record fail with grove.ErrNotFound.
 //   - DeleteRepoCache fails with grove.ErrConflict while workspaces refer to
 //     the cache.

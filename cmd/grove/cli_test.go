@@ -128,7 +128,9 @@ func TestCLIContract(t *testing.T) {
 		{[]string{"read", id, "../../etc/passwd"}, "E_PATH_OUTSIDE_WORKSPACE"},
 		{[]string{"ws", "show", "ws_0000000000000000"}, "E_NOT_FOUND"},
 		{[]string{"ws", "acquire", "--repo", "--upload-pack=x", "--conversation", "c"}, "E_INVALID_ARGUMENT"},
-		{[]string{"ws", "acquire", "--repo", repo, "--conversation", "c9", "--branch", "agent/edits-c1"}, "E_CONFLICT"},
+		// The same user's second workspace on a branch they hold (another
+		// user may hold the same branch name: branches are per user).
+		{[]string{"ws", "acquire", "--repo", repo, "--user", "u1", "--project", "p", "--conversation", "c9", "--branch", "agent/edits-c1"}, "E_CONFLICT"},
 	} {
 		r := e.run("", tc.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")

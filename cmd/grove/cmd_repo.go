@@ -23,7 +23,7 @@ func (c *cli) repoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := a.svc.EnsureRepo(engine.WithProgress(ctx, c.progress()), grove.EnsureRepoRequest{Repo: args[0], Ref: ref, Token: tok, Refresh: refresh})
+			rc, err := a.svc.EnsureRepo(engine.WithProgress(ctx, c.progress()), grove.EnsureRepoRequest{Repo: args[0], User: c.cfg.User, Ref: ref, Token: tok, Refresh: refresh})
 			if err != nil {
 				return err
 			}

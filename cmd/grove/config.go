@@ -18,6 +18,7 @@ type config struct {
 	AllowUnisolated bool          // GROVE_ALLOW_UNISOLATED: writable workspaces on an unisolated runtime
 	Network         string        // GROVE_NETWORK: none | limited | default
 	Freshness       time.Duration // GROVE_FETCH_FRESHNESS: how long a fetch stays fresh
+	AccessCheckTTL  time.Duration // GROVE_ACCESS_CHECK_TTL: how long a user's successful access check on a repository is remembered
 	BaseURL         string        // GITHUB_BASE_URL: GitHub (Enterprise) base URL
 	LocalRepoRoots  []string      // GROVE_LOCAL_REPO_ROOTS: colon-separated directories API callers may name local repositories under
 	AllowedGitHosts []string      // GROVE_ALLOWED_GIT_HOSTS: comma-separated host[:port] API callers may fetch from besides the platform's
@@ -84,6 +85,11 @@ func loadConfig() config {
 	c.DiskReserve, _ = strconv.ParseUint(os.Getenv("GROVE_DISK_RESERVE"), 10, 64)
 	c.PinsPerUser, _ = strconv.Atoi(os.Getenv("GROVE_PINS_PER_USER"))
 	c.WorkspacesPer, _ = strconv.Atoi(os.Getenv("GROVE_WORKSPACES_PER_USER"))
+	if v := os.Getenv("GROVE_ACCESS_CHECK_TTL"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			c.AccessCheckTTL = d
+		}
+	}
 	if v := os.Getenv("GROVE_FETCH_FRESHNESS"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.Freshness = d

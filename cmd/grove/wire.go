@@ -85,6 +85,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		LocalRepoRoots:        cfg.LocalRepoRoots,
 		AllowedGitHosts:       cfg.AllowedGitHosts,
 		AllowUnisolatedWrites: cfg.AllowUnisolated,
+		AccessCheckTTL:        cfg.AccessCheckTTL,
 		Network:               driver.NetworkMode(cfg.Network),
 		Disk: engine.DiskPolicy{
 			WorkspaceQuota: cfg.WorkspaceQuota, UserQuota: cfg.UserQuota,

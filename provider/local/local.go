@@ -88,6 +88,11 @@ func (p *Provider) RemoveCache(ctx context.Context, c *grove.RepoCache) error {
 	return p.caches.Remove(ctx, c.LocalPath)
 }
 
+// CheckAccess implements provider.Provider with one `git ls-remote`.
+func (p *Provider) CheckAccess(ctx context.Context, _ grove.RepoID, url, token string, gitConfig [][2]string) error {
+	return p.git.CheckAccess(ctx, url, token, gitConfig)
+}
+
 // ResolveCommit implements provider.Provider.
 func (p *Provider) ResolveCommit(ctx context.Context, c *grove.RepoCache, ref string) (string, error) {
 	return p.git.ResolveCommit(ctx, c.LocalPath, ref)

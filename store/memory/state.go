@@ -9,8 +9,9 @@ import (
 	"github.com/grove-dev/grove"
 )
 
-// branchKey is the (RepoCacheID, Branch) pair no two workspaces share.
-type branchKey struct{ cacheID, branch string }
+// branchKey is the (RepoCacheID, User, Branch) triple no two workspaces
+// share: two users may each check out the same branch name of one repo.
+type branchKey struct{ cacheID, user, branch string }
 
 // state is one version of the data. Stored records are never modified in
 // place (see the package comment), so clone copies only the maps.

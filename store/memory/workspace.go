@@ -29,7 +29,7 @@ func (st *state) claimable(w *grove.Workspace) error {
 		return grove.Errorf(grove.ErrConflict, "workspace %q already exists", w.Key)
 	}
 	if w.Branch != "" {
-		if id, ok := st.wsByBranch[branchKey{w.RepoCacheID, w.Branch}]; ok && id != w.ID {
+		if id, ok := st.wsByBranch[branchKey{w.RepoCacheID, w.User, w.Branch}]; ok && id != w.ID {
 			return grove.Errorf(grove.ErrConflict, "branch %q is checked out in workspace %s", w.Branch, id)
 		}
 	}
@@ -40,7 +40,7 @@ func (st *state) index(w *grove.Workspace) {
 	st.workspaces[w.ID] = w
 	st.wsByKey[w.Key] = w.ID
 	if w.Branch != "" {
-		st.wsByBranch[branchKey{w.RepoCacheID, w.Branch}] = w.ID
+		st.wsByBranch[branchKey{w.RepoCacheID, w.User, w.Branch}] = w.ID
 	}
 	st.wsByCacheCnt[w.RepoCacheID]++
 }
@@ -49,7 +49,7 @@ func (st *state) unindex(w *grove.Workspace) {
 	delete(st.workspaces, w.ID)
 	delete(st.wsByKey, w.Key)
 	if w.Branch != "" {
-		delete(st.wsByBranch, branchKey{w.RepoCacheID, w.Branch})
+		delete(st.wsByBranch, branchKey{w.RepoCacheID, w.User, w.Branch})
 	}
 	if st.wsByCacheCnt[w.RepoCacheID]--; st.wsByCacheCnt[w.RepoCacheID] == 0 {
 		delete(st.wsByCacheCnt, w.RepoCacheID)

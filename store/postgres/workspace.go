@@ -15,7 +15,7 @@ import (
 const selectWorkspace = `SELECT ` + sqlrow.WorkspaceColumns + ` FROM workspaces`
 
 // CreateWorkspace inserts w. ErrConflict when its id, key or (repo cache,
-// branch) is taken; ErrNotFound when its repo cache does not exist.
+// user, branch) is taken; ErrNotFound when its repo cache does not exist.
 func (s *Store) CreateWorkspace(ctx context.Context, w *grove.Workspace) error {
 	_, err := s.exec(ctx, `INSERT INTO workspaces (`+sqlrow.WorkspaceColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,

@@ -14,7 +14,7 @@ import (
 const selectWorkspace = `SELECT ` + sqlrow.WorkspaceColumns + ` FROM workspaces`
 
 // CreateWorkspace inserts w. ErrConflict when its id, key or (repo cache,
-// branch) is taken; ErrNotFound when its repo cache does not exist.
+// user, branch) is taken; ErrNotFound when its repo cache does not exist.
 func (s *Store) CreateWorkspace(ctx context.Context, w *grove.Workspace) error {
 	_, err := s.exec(ctx, `INSERT INTO workspaces (`+sqlrow.WorkspaceColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sqlrow.WorkspaceArgs(w)...)

@@ -75,6 +75,51 @@ func testUniqueKeys(t *testing.T, s store.Store) {
 	mustNoErr(t, "CreateWorkspace: same branch, other repo cache", s.CreateWorkspace(ctx, x))
 }
 
+// testBranchPerUser: a branch is unique per (repo cache, user). Another
+// user may check out the same branch name of the same repo; the same user
+// may not, whichever of the two users asks again.
+func testBranchPerUser(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	c := mustCaches(t, s, 1)[0]
+	alice := mustWorkspace(t, s, newWorkspace(c, 1))
+
+	as := func(user string, n int) *grove.Workspace {
+		x := newWorkspace(c, n)
+		key := grove.WorkspaceKey{User: user, Project: x.Project, Repo: c.Repo, Mode: x.Mode, Scope: x.Scope}
+		x.Key, x.User, x.Branch = key.String(), user, alice.Branch
+		x.LocalPath += "-" + user
+		return x
+	}
+	bob := as("bob", 2)
+	mustNoErr(t, "CreateWorkspace: bob on alice's branch name", s.CreateWorkspace(ctx, bob))
+	carol := as("carol", 3)
+	mustNoErr(t, "CreateWorkspace: carol on the same branch name", s.CreateWorkspace(ctx, carol))
+
+	wantKind(t, "CreateWorkspace: alice's branch again", s.CreateWorkspace(ctx, as("alice", 4)), grove.ErrConflict)
+	wantKind(t, "CreateWorkspace: bob's branch again", s.CreateWorkspace(ctx, as("bob", 5)), grove.ErrConflict)
+
+	// An update cannot move a workspace onto a branch its own user holds,
+	// but may take a branch name only other users hold.
+	carol2 := as("carol", 6)
+	carol2.Branch = "agent/carol-other"
+	mustWorkspace(t, s, carol2)
+	moved := *carol2
+	moved.Branch = alice.Branch
+	wantKind(t, "UpdateWorkspace: carol onto her own taken branch", s.UpdateWorkspace(ctx, &moved), grove.ErrConflict)
+	dave := as("dave", 7)
+	dave.Branch = "agent/dave"
+	mustWorkspace(t, s, dave)
+	moved = *dave
+	moved.Branch = alice.Branch
+	mustNoErr(t, "UpdateWorkspace: dave onto a branch name only others hold", s.UpdateWorkspace(ctx, &moved))
+
+	list, err := s.ListWorkspaces(ctx, store.WorkspaceFilter{RepoCacheID: c.ID})
+	mustNoErr(t, "ListWorkspaces", err)
+	if len(list) != 5 {
+		t.Fatalf("ListWorkspaces: %d records, want 5", len(list))
+	}
+}
+
 // testUniqueKeysOnUpdate: an update cannot move a record onto a key another
 // record holds.
 func testUniqueKeysOnUpdate(t *testing.T, s store.Store) {

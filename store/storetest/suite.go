@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UniqueKeys", testUniqueKeys},
 		{"UniqueKeysOnUpdate", testUniqueKeysOnUpdate},
 		{"DetachedWorkspacesShareNoBranch", testDetachedWorkspaces},
+		{"BranchUniquePerUser", testBranchPerUser},
 		{"DeleteRepoCacheInUse", testDeleteRepoCacheInUse},
 		{"WorkspaceNeedsRepoCache", testWorkspaceNeedsRepoCache},
 		{"RuntimeNeedsWorkspace", testRuntimeNeedsWorkspace},

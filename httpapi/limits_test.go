@@ -52,7 +52,9 @@ func newLimitsServer(t *testing.T, opt httpapi.Options) *limitsServer {
 	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(root, "repos")}, fsops.Options{})
 	drv := subprocess.New(subprocess.Options{AllowMutating: true, HomeRoot: filepath.Join(root, "rt")})
 	st := memory.New()
-	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: true})
+	repo := sourceRepo(t)
+	eng, err := engine.New(engine.Config{Store: st, Provider: prov, Driver: drv, AllowUnisolatedWrites: true,
+		DataRoot: root, LocalRepoRoots: []string{filepath.Dir(repo)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,6 @@ func newLimitsServer(t *testing.T, opt httpapi.Options) *limitsServer {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	ls.url = srv.URL
-	repo := sourceRepo(t)
 	ls.aliceWS = ls.acquire(t, ls.alice, repo, "c-alice")
 	ls.bobWS = ls.acquire(t, ls.bob, repo, "c-bob")
 	return ls

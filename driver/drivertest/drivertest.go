@@ -89,6 +89,7 @@ func Run(t *testing.T, h Harness) {
 		{"Capabilities/Isolated", s.isolated},
 		{"Isolation/UsersSeparated", s.usersSeparated},
 		{"Isolation/WorkspaceAttack", s.workspaceAttack},
+		{"Isolation/NoPrivileges", s.noPrivileges},
 		{"Capabilities/NetworkNone", s.networkNone},
 		{"Capabilities/ProcessLimit", s.processLimit},
 		{"Capabilities/FileSizeLimit", s.fileSizeLimit},

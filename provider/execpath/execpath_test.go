@@ -3,11 +3,13 @@ package execpath_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/grove-dev/grove"
@@ -178,8 +180,25 @@ func git(t *testing.T, dir string, args ...string) {
 // wrote) and returns its stdout.
 func gitOut(t *testing.T, dir string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("git", args...)
+	// A root test's workspaces belong to the sandbox's uid once bwrap has
+	// them; the test's own git reads them anyway.
+	cmd := exec.Command("git", append([]string{"-c", "safe.directory=*"}, args...)...)
 	cmd.Dir = dir
+	defer func() {
+		// What the fixture's root git wrote belongs to the tree's owner
+		// (the sandbox's uid once bwrap has the workspace), as if the
+		// sandbox had written it.
+		if st, err := os.Stat(dir); err == nil && os.Geteuid() == 0 {
+			if sys := st.Sys().(*syscall.Stat_t); sys.Uid != 0 {
+				filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+					if err == nil {
+						os.Lchown(p, int(sys.Uid), int(sys.Gid))
+					}
+					return nil
+				})
+			}
+		}
+	}()
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x.invalid")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

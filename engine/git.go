@@ -114,11 +114,18 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 	if err != nil {
 		return nil, err
 	}
+	var gitConfig [][2]string
 	if grove.IsRemoteCaller(ctx) {
 		// The push goes where the cache came from; a network caller may
 		// only send there what it could have named itself (a workspace the
-		// CLI made on a local path or an unlisted host is the CLI's).
-		if _, err := e.parseRepo(ctx, c.URL); err != nil {
+		// CLI made on a local path or an unlisted host is the CLI's), and
+		// the connection is resolved, pinned and kept from redirecting
+		// like a fetch.
+		remote, err := e.parseRepo(ctx, c.URL)
+		if err != nil {
+			return nil, err
+		}
+		if gitConfig, err = e.sources.FetchConfig(ctx, remote); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +150,7 @@ func (e *Engine) Push(ctx context.Context, id string, req grove.PushRequest) (*g
 		r := req
 		r.Token = token
 		var err error
-		res, err = e.prov.PushWork(ctx, c, ws, r, lease)
+		res, err = e.prov.PushWork(ctx, c, ws, r, lease, gitConfig)
 		return err
 	})
 	if err != nil {

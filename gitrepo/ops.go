@@ -42,11 +42,9 @@ type PushOptions struct {
 	// repository's default branch and configured patterns here. A match
 	// is grove.ErrForbidden before any network call.
 	Protected []string
-	// NoSetUpstream skips recording the pushed branch as the upstream
-	// (refs/remotes/origin/<branch> and branch.<branch>.merge), which is
-	// otherwise done after every successful push so status shows
-	// ahead/behind and the next force-with-lease leases against it.
-	NoSetUpstream bool
+	// Config is forced on the push (SourcePolicy.FetchConfig for a
+	// network caller: no redirects, the address pinned).
+	Config [][2]string
 }
 
 // CheckProtected returns grove.ErrForbidden when branch matches one of

@@ -326,7 +326,7 @@ func (g *Git) PushWork(ctx context.Context, workPath, remoteURL, branch, lease s
 		args = append(args, "--receive-pack="+hardenedReceivePack)
 	}
 	args = append(args, "--", remoteURL, local+":"+ref)
-	out, runErr := g.run(ctx, call{args: args, env: bareEnv(workPath), token: opt.Token, progress: opt.Progress})
+	out, runErr := g.run(ctx, call{args: args, env: bareEnv(workPath), token: opt.Token, progress: opt.Progress, config: opt.Config})
 	flag, summary, found := parsePushPorcelain(out, ref)
 	if found && flag == '!' {
 		return nil, grove.Errorf(grove.ErrConflict, "push of %s rejected: %s", branch, summary)

@@ -98,8 +98,9 @@ type Provider interface {
 	// PushWork pushes the commit saved for ws's branch in the work
 	// repository to the cache's remote. lease is the remote branch's
 	// commit as the cache last saw it ("" when absent) for a first
-	// force-with-lease.
-	PushWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest, lease string) (*grove.PushResult, error)
+	// force-with-lease. gitConfig is forced on the push as on a fetch
+	// (EnsureOptions.GitConfig).
+	PushWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest, lease string, gitConfig [][2]string) (*grove.PushResult, error)
 
 	ReadFile(ctx context.Context, ws *grove.Workspace, path string, max int64) ([]byte, error)
 	WriteFile(ctx context.Context, ws *grove.Workspace, path string, data []byte) error

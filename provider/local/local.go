@@ -169,8 +169,8 @@ func (p *Provider) ReceiveWork(ctx context.Context, c *grove.RepoCache, ws *grov
 
 // PushWork implements provider.Provider: the saved branch goes from the
 // work repository straight to the cache's remote URL with the call's token.
-func (p *Provider) PushWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest, lease string) (*grove.PushResult, error) {
-	return p.git.PushWork(ctx, p.workRepo(c, ws), c.URL, ws.Branch, lease, gitrepo.PushOptions{Token: req.Token, ForceWithLease: req.ForceWithLease})
+func (p *Provider) PushWork(ctx context.Context, c *grove.RepoCache, ws *grove.Workspace, req grove.PushRequest, lease string, gitConfig [][2]string) (*grove.PushResult, error) {
+	return p.git.PushWork(ctx, p.workRepo(c, ws), c.URL, ws.Branch, lease, gitrepo.PushOptions{Token: req.Token, ForceWithLease: req.ForceWithLease, Config: gitConfig})
 }
 
 // RemoveWorkspace implements provider.Provider.

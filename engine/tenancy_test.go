@@ -44,8 +44,8 @@ func TestTenancy(t *testing.T) {
 	}
 	fake := githubtest.NewEnterprise(t, 42)
 	const aliceTok, bobTok, carolTok = "ghp_alice_0123456789", "ghp_bob_0123456789", "ghp_carol_0123456789"
-	fake.Tokens[aliceTok] = true
-	fake.Tokens[carolTok] = true
+	fake.SetToken(aliceTok, true)
+	fake.SetToken(carolTok, true)
 	served := fake.ServeRepo(t, "octo", "private", sourceRepo(t))
 	base := run(t, "", "git", "--git-dir", served, "rev-parse", "refs/heads/main")
 
@@ -101,7 +101,7 @@ func TestTenancy(t *testing.T) {
 	// Bob's own token can read the repository (Carol's too): each user on
 	// the same conversation, and Carol on Alice's branch name under another
 	// conversation, gets a workspace of their own at the base commit.
-	fake.Tokens[bobTok] = true
+	fake.SetToken(bobTok, true)
 	bob, created, err := eng.Acquire(bg, edit("bob", bobTok, "c1"))
 	if err != nil || !created {
 		t.Fatalf("bob acquire with his own token: %v created=%v", err, created)
@@ -242,7 +242,7 @@ func TestTenancy(t *testing.T) {
 		if _, _, err := eng.Acquire(bg, edit("alice", "", "c1")); err != nil {
 			t.Fatalf("re-acquire within the TTL: %v", err)
 		}
-		delete(fake.Tokens, aliceTok)
+		fake.SetToken(aliceTok, false)
 		clk.advance(2 * time.Second)
 		before := f.gitCallCount(t)
 		_, _, err := eng.Acquire(bg, edit("alice", aliceTok, "c1"))
@@ -251,7 +251,7 @@ func TestTenancy(t *testing.T) {
 			t.Errorf("the re-check ran %d git processes, want 1 (ls-remote)", n)
 		}
 		// Her work stays hers: a restored token reaches it again.
-		fake.Tokens[aliceTok] = true
+		fake.SetToken(aliceTok, true)
 		ws, created, err := eng.Acquire(bg, edit("alice", aliceTok, "c1"))
 		if err != nil || created || ws.ID != alice.ID {
 			t.Fatalf("alice re-acquire with her token back: %v created=%v", err, created)

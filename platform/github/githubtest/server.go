@@ -141,6 +141,18 @@ func (s *Server) MintedTokens() []string {
 	return out
 }
 
+// SetToken grants (or, with ok false, withdraws) a static token while the
+// server runs; set Tokens directly only before it serves requests.
+func (s *Server) SetToken(tok string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		s.Tokens[tok] = true
+	} else {
+		delete(s.Tokens, tok)
+	}
+}
+
 // ExpireTokens makes every minted installation token expired, as an hour
 // passing would.
 func (s *Server) ExpireTokens() {

@@ -299,7 +299,10 @@ func (s *suite) emitError(t *testing.T) {
 	w := s.runtime(t, nil)
 	errStop := errors.New("client went away")
 	start := time.Now()
-	_, err := w.d.ExecStream(context.Background(), w.id, sh("echo a; (sleep 1; echo alive > marker) & sleep 30"), func(grove.Chunk) error {
+	// The background writer waits 3 s: long enough that a loaded CI
+	// machine (the race detector, a container engine) has killed the
+	// group by then.
+	_, err := w.d.ExecStream(context.Background(), w.id, sh("echo a; (sleep 3; echo alive > marker) & sleep 30"), func(grove.Chunk) error {
 		return errStop
 	})
 	if !errors.Is(err, errStop) {
@@ -308,7 +311,7 @@ func (s *suite) emitError(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("an emit error did not kill the command: returned after %v", took)
 	}
-	markerGone(t, filepath.Join(w.dir, "marker"), start.Add(time.Second))
+	markerGone(t, filepath.Join(w.dir, "marker"), start.Add(3*time.Second))
 }
 
 // concurrent: two workspaces of one (user, project) — which the docker

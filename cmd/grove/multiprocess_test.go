@@ -2,11 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/grove-dev/grove/internal/testenv"
 )
 
 // Issue 11 item 4: two CLI processes on one data root serialise their
@@ -79,4 +84,64 @@ func TestParallelAcquiresFromSeveralProcesses(t *testing.T) {
 		}
 	}
 	e.ok("", "ws", "show", ids[0])
+}
+
+// Issue 11 item 3: a command dies with the Grove process that started it,
+// however that process dies (kill -9 leaves it no chance to clean up) — on
+// bwrap (whose sandbox also dies with bwrap) and on the plain subprocess
+// runtime, where nothing but the death signal Grove asks for ties the
+// command to it.
+func TestCommandsDieWithGrove(t *testing.T) {
+	for _, rt := range []string{"bwrap", "subprocess"} {
+		t.Run(rt, func(t *testing.T) {
+			if rt == "bwrap" {
+				testenv.RequireBinary(t, "bwrap", "bwrap")
+			}
+			commandsDieWithGrove(t, rt)
+		})
+	}
+}
+
+func commandsDieWithGrove(t *testing.T, runtime string) {
+	e := &cliEnv{t: t, root: t.TempDir()}
+	repo := gitRepo(t)
+	var ws map[string]any
+	out := e.ok("", "ws", "acquire", "--repo", repo, "--project", "p", "--conversation", "c1", "--json")
+	if err := json.Unmarshal([]byte(out), &ws); err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("%d", 300000+os.Getpid()%10000)
+	cmd := exec.Command(os.Args[0], "exec", ws["id"].(string), "--", "sh", "-c", "exec sleep "+marker)
+	cmd.Env = append(os.Environ(), "GROVE_CLI_MAIN=1", "GROVE_ROOT="+e.root, "GROVE_USER=cli", "GROVE_RUNTIME="+runtime, "GROVE_ALLOW_UNISOLATED=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running := func() int {
+		n := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, en := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+			if err == nil && strings.Contains(string(b), "sleep\x00"+marker) {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for running() < 1 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the command never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill() // SIGKILL
+	cmd.Wait()
+	deadline = time.Now().Add(5 * time.Second)
+	for running() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the command outlived the killed grove", running())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -34,7 +34,14 @@ type Caches struct {
 	Root      string
 	Freshness time.Duration    // 0: DefaultFreshness
 	Now       func() time.Time // nil: time.Now
+	// MaxBytes bounds what one clone (or one fetch) may add to the disk:
+	// past it git is stopped and the call fails with
+	// grove.ErrResourceLimit. 0 means DefaultMaxCloneBytes; negative, none.
+	MaxBytes int64
 }
+
+// DefaultMaxCloneBytes is Caches.MaxBytes when unset.
+const DefaultMaxCloneBytes = 20 << 30
 
 // EnsureOptions say what Ensure must guarantee.
 type EnsureOptions struct {
@@ -134,11 +141,12 @@ func (c *Caches) Ensure(ctx context.Context, remote Remote, opt EnsureOptions) (
 	if !need {
 		return res, nil
 	}
-	if opt.Ref == "" {
-		err = c.fetchAll(ctx, bare, opt)
-	} else {
-		err = c.fetchRef(ctx, bare, opt)
-	}
+	err = c.bounded(ctx, bare, func(ctx context.Context) error {
+		if opt.Ref == "" {
+			return c.fetchAll(ctx, bare, opt)
+		}
+		return c.fetchRef(ctx, bare, opt)
+	})
 	if err != nil {
 		return res, err
 	}
@@ -190,7 +198,10 @@ func (c *Caches) clone(ctx context.Context, remote Remote, bare string, opt Ensu
 		args = append(args, "--quiet")
 	}
 	args = append(args, "--", remote.URL, tmp)
-	if _, err := g.run(ctx, call{args: args, dir: parent, token: opt.Token, progress: opt.Progress, config: opt.GitConfig}); err != nil {
+	if err := c.bounded(ctx, tmp, func(ctx context.Context) error {
+		_, err := g.run(ctx, call{args: args, dir: parent, token: opt.Token, progress: opt.Progress, config: opt.GitConfig})
+		return err
+	}); err != nil {
 		return err
 	}
 	// A bare clone copies branches but records no fetch refspec; later
@@ -366,4 +377,53 @@ func DefaultBranch(barePath string) (string, error) {
 		return "", nil
 	}
 	return ref, nil
+}
+
+// errTooBig is the cause bounded stops git with.
+var errTooBig = errors.New("repository over the size limit")
+
+// bounded runs fn (a clone or fetch into dir) while a watchdog measures
+// dir every half second and stops fn once dir grew by more than MaxBytes:
+// a repository (or a hostile server) cannot fill the disk.
+func (c *Caches) bounded(ctx context.Context, dir string, fn func(ctx context.Context) error) error {
+	limit := c.MaxBytes
+	if limit == 0 {
+		limit = DefaultMaxCloneBytes
+	}
+	if limit < 0 {
+		return fn(ctx)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := DiskUsage(dir)
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if DiskUsage(dir)-start > limit {
+					cancel(errTooBig)
+					return
+				}
+			}
+		}
+	}()
+	err := fn(ctx)
+	close(done)
+	<-watched
+	// A transfer faster than the watchdog's first look is measured once
+	// more at the end (a clone's directory is then still temporary).
+	if err == nil && DiskUsage(dir)-start > limit {
+		cancel(errTooBig)
+	}
+	if errors.Is(context.Cause(ctx), errTooBig) {
+		return grove.Errorf(grove.ErrResourceLimit, "the repository is larger than this server's limit of %d bytes per clone or fetch", limit)
+	}
+	return err
 }

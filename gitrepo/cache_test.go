@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -141,5 +143,35 @@ func TestEnsureMissingRemote(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(c.Path(remote))); len(entries) != 0 {
 		t.Errorf("failed clone left %d entries behind", len(entries))
+	}
+}
+
+// A clone larger than the server's limit is stopped, fails with
+// grove.ErrResourceLimit and leaves nothing behind.
+func TestCloneSizeLimit(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(t.TempDir(), "big")
+	testGit(t, "", "init", "-q", "-b", "main", src)
+	// Incompressible content, so the pack really is big.
+	data := make([]byte, 8<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "blob.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testGit(t, src, "add", "-A")
+	testGit(t, src, "commit", "-qm", "big")
+	caches := &Caches{Git: &Git{}, Root: root, MaxBytes: 1 << 20}
+	remote, err := ParseRepo(src, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = caches.Ensure(context.Background(), remote, EnsureOptions{})
+	if !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("a clone over the limit: %v", err)
+	}
+	if _, err := os.Stat(caches.Path(remote)); !os.IsNotExist(err) {
+		t.Fatalf("a cache was left behind: %v", err)
 	}
 }

@@ -51,7 +51,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Logger:   logger,
 		Identity: gitrepo.Identity{Name: cfg.AuthorName, Email: cfg.AuthorEmail},
 	}
-	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness}, fsops.Options{NoSync: cfg.NoSync})
+	prov := local.New(&gitrepo.Caches{Git: git, Root: filepath.Join(cfg.Root, "repos"), Freshness: cfg.Freshness, MaxBytes: cfg.MaxRepoBytes}, fsops.Options{NoSync: cfg.NoSync})
 	runtimeKind, _ := cfg.pickRuntime() // openDriver reports its error
 	drv, err := openDriver(ctx, cfg)
 	if err != nil {

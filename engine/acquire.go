@@ -283,6 +283,9 @@ func (e *Engine) ensureCache(ctx context.Context, user string, remote gitrepo.Re
 	}
 	now := e.now().UTC()
 	if isNew {
+		if err := e.checkNewCache(ctx); err != nil {
+			return nil, err
+		}
 		c = &grove.RepoCache{
 			ID:        newID("rc_"),
 			Repo:      remote.ID,

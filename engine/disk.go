@@ -35,6 +35,10 @@ type DiskPolicy struct {
 	// PinsPerUser bounds how many workspaces one user may pin (pinned
 	// ones are never evicted). 0 means 10.
 	PinsPerUser int
+	// MaxCaches bounds how many repo caches the server keeps (each a
+	// clone of up to the clone size limit); a new one past it is refused.
+	// 0 means 200; negative disables it.
+	MaxCaches int
 	// WorkspacesPerUser bounds how many workspaces one user may hold
 	// (each costs a checkout and, once used, open descriptors). 0 means
 	// 100; negative disables it.
@@ -64,6 +68,9 @@ func (p *DiskPolicy) defaults() {
 	}
 	if p.WorkspacesPerUser == 0 {
 		p.WorkspacesPerUser = 100
+	}
+	if p.MaxCaches == 0 {
+		p.MaxCaches = 200
 	}
 	if p.Interval <= 0 {
 		p.Interval = 250 * time.Millisecond
@@ -216,6 +223,25 @@ func unwrapKind(cause error) error {
 		}
 	}
 	return cause
+}
+
+// checkNewCache refuses a new repo cache past MaxCaches or below the
+// reserve.
+func (e *Engine) checkNewCache(ctx context.Context) error {
+	if err := e.diskLow(); err != nil {
+		return err
+	}
+	if e.disk.MaxCaches < 0 {
+		return nil
+	}
+	caches, err := e.store.ListRepoCaches(ctx)
+	if err != nil {
+		return err
+	}
+	if len(caches) >= e.disk.MaxCaches {
+		return grove.Errorf(grove.ErrResourceLimit, "this server keeps %d repository caches, the most allowed; ask an operator to remove unused ones", len(caches))
+	}
+	return nil
 }
 
 // Ready reports whether this engine can take work: the disk has its

@@ -181,3 +181,18 @@ func TestWorkspacesPerUserBounded(t *testing.T) {
 		t.Fatalf("another user at alice's bound: %v", err)
 	}
 }
+
+// The number of repository caches is bounded; existing ones keep working.
+func TestCacheCountBounded(t *testing.T) {
+	f := newFixture(t, fixtureOpt{disk: engine.DiskPolicy{MaxCaches: 1}})
+	a, b := sourceRepo(t), sourceRepo(t)
+	if _, _, err := f.eng.Acquire(bg, editReq(a, "c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.eng.Acquire(bg, editReq(b, "c")); !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("a cache past the bound: %v", err)
+	}
+	if _, _, err := f.eng.Acquire(bg, editReq(a, "c2")); err != nil {
+		t.Fatalf("a new workspace on the existing cache: %v", err)
+	}
+}

@@ -35,6 +35,7 @@ type config struct {
 	PinsPerUser     int           // GROVE_PINS_PER_USER: pinned workspaces per user (0: 10)
 	WorkspacesPer   int           // GROVE_WORKSPACES_PER_USER: workspaces per user (0: 100, -1: none)
 	MaxRepoBytes    int64         // GROVE_MAX_REPO_BYTES: bytes one clone or fetch may add (0: 20 GiB, -1: none)
+	MaxCaches       int           // GROVE_MAX_CACHES: repository caches the server keeps (0: 200, -1: none)
 	SandboxPath     string        // GROVE_SANDBOX_PATH: PATH of sandboxed commands (default: see sandboxPath)
 	JSON            bool
 	Quiet           bool
@@ -87,6 +88,7 @@ func loadConfig() config {
 	c.PinsPerUser, _ = strconv.Atoi(os.Getenv("GROVE_PINS_PER_USER"))
 	c.WorkspacesPer, _ = strconv.Atoi(os.Getenv("GROVE_WORKSPACES_PER_USER"))
 	c.MaxRepoBytes, _ = strconv.ParseInt(os.Getenv("GROVE_MAX_REPO_BYTES"), 10, 64)
+	c.MaxCaches, _ = strconv.Atoi(os.Getenv("GROVE_MAX_CACHES"))
 	if v := os.Getenv("GROVE_ACCESS_CHECK_TTL"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.AccessCheckTTL = d

@@ -89,7 +89,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Network:               driver.NetworkMode(cfg.Network),
 		Disk: engine.DiskPolicy{
 			WorkspaceQuota: cfg.WorkspaceQuota, UserQuota: cfg.UserQuota,
-			Reserve: cfg.DiskReserve, PinsPerUser: cfg.PinsPerUser, WorkspacesPerUser: cfg.WorkspacesPer, Root: cfg.Root,
+			Reserve: cfg.DiskReserve, PinsPerUser: cfg.PinsPerUser, WorkspacesPerUser: cfg.WorkspacesPer, MaxCaches: cfg.MaxCaches, Root: cfg.Root,
 		},
 		SandboxPath: cfg.sandboxPath(runtimeKind),
 		Logger:      logger,

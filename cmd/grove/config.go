@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/grove-dev/grove/driver"
 )
 
 // config is the effective configuration: flags override the environment,
@@ -35,8 +37,13 @@ type config struct {
 	PinsPerUser     int           // GROVE_PINS_PER_USER: pinned workspaces per user (0: 10)
 	WorkspacesPer   int           // GROVE_WORKSPACES_PER_USER: workspaces per user (0: 100, -1: none)
 	SandboxPath     string        // GROVE_SANDBOX_PATH: PATH of sandboxed commands (default: see sandboxPath)
-	JSON            bool
-	Quiet           bool
+	// SandboxLimits bound each workspace's commands (docs/SECURITY.md,
+	// "Sandboxes"): GROVE_SANDBOX_MEMORY (bytes), GROVE_SANDBOX_CPUS,
+	// GROVE_SANDBOX_PIDS, GROVE_SANDBOX_USER_PIDS, GROVE_SANDBOX_TMP
+	// (bytes). Zero or unset: the runtime's defaults.
+	SandboxLimits driver.Limits
+	JSON          bool
+	Quiet         bool
 }
 
 func defaultRoot() string {
@@ -85,6 +92,15 @@ func loadConfig() config {
 	c.DiskReserve, _ = strconv.ParseUint(os.Getenv("GROVE_DISK_RESERVE"), 10, 64)
 	c.PinsPerUser, _ = strconv.Atoi(os.Getenv("GROVE_PINS_PER_USER"))
 	c.WorkspacesPer, _ = strconv.Atoi(os.Getenv("GROVE_WORKSPACES_PER_USER"))
+	c.SandboxLimits.MemoryBytes, _ = strconv.ParseInt(os.Getenv("GROVE_SANDBOX_MEMORY"), 10, 64)
+	c.SandboxLimits.CPUs, _ = strconv.ParseFloat(os.Getenv("GROVE_SANDBOX_CPUS"), 64)
+	c.SandboxLimits.Processes, _ = strconv.Atoi(os.Getenv("GROVE_SANDBOX_PIDS"))
+	c.SandboxLimits.UserProcesses, _ = strconv.Atoi(os.Getenv("GROVE_SANDBOX_USER_PIDS"))
+	c.SandboxLimits.TmpBytes, _ = strconv.ParseInt(os.Getenv("GROVE_SANDBOX_TMP"), 10, 64)
+	if l := &c.SandboxLimits; l.MemoryBytes < 0 || l.CPUs < 0 || l.Processes < 0 || l.UserProcesses < 0 || l.TmpBytes < 0 {
+		// A negative limit would refuse every workspace: keep the defaults.
+		c.SandboxLimits = driver.Limits{}
+	}
 	if v := os.Getenv("GROVE_ACCESS_CHECK_TTL"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.AccessCheckTTL = d

@@ -234,8 +234,10 @@ func TestCgroupCleanup(t *testing.T) {
 		}
 	}
 
-	// Leftovers of a stopped server: empty cgroups go at New, a busy one
-	// stays.
+	// Leftovers of a stopped server: empty cgroups go at New. A live
+	// workspace's cgroup that New removed (it was empty: another server's
+	// leftover cleanup) is made again by its next command.
+	live := workspace(t, d, user, driver.Limits{Processes: 77})
 	left := d.cgroupDir("memory", user, "leftover")
 	if err := os.MkdirAll(left, 0o755); err != nil {
 		t.Fatal(err)
@@ -247,6 +249,12 @@ func TestCgroupCleanup(t *testing.T) {
 	d2.Close()
 	if fileExists(left) || fileExists(filepath.Dir(left)) {
 		t.Fatalf("%s left behind after New", left)
+	}
+	if res := sh(t, d, live, "true"); res.ExitCode != 0 {
+		t.Fatalf("after cleanup: exit %d %q", res.ExitCode, res.Stderr)
+	}
+	if got := readInt(t, filepath.Join(d.cgroupDir("pids", user, live), "pids.max")); got != 77 {
+		t.Fatalf("remade workspace cgroup: pids.max %d", got)
 	}
 }
 

@@ -56,6 +56,9 @@ type ExecResult struct {
 	// CappedTimeout is set when the requested timeout was over the
 	// server's maximum: the command ran under this timeout instead.
 	CappedTimeout time.Duration `json:"capped_timeout,omitempty"`
+	// OOMKilled is set when the runtime's memory limit was hit while the
+	// command ran and the out-of-memory killer killed one of its processes.
+	OOMKilled bool `json:"oom_killed,omitempty"`
 }
 
 // Stream names an output stream of a command.

@@ -101,11 +101,13 @@ const (
 // Limits bound what commands may consume. Zero values mean the driver's
 // default.
 type Limits struct {
-	Processes   int           // max processes (RLIMIT_NPROC / pids)
-	FileSize    int64         // max bytes of one written file (RLIMIT_FSIZE)
-	CPUTime     time.Duration // CPU seconds per command (RLIMIT_CPU)
-	MemoryBytes int64         // container memory limit, where supported
-	CPUs        float64       // CPU share, where supported
+	Processes     int           // max processes (RLIMIT_NPROC / pids; per workspace where the backend has cgroups)
+	UserProcesses int           // max processes of all of one user's workspaces together, where supported
+	FileSize      int64         // max bytes of one written file (RLIMIT_FSIZE)
+	CPUTime       time.Duration // CPU seconds per command (RLIMIT_CPU)
+	MemoryBytes   int64         // memory limit (memory and swap) per workspace or container, where supported
+	CPUs          float64       // CPU share, where supported
+	TmpBytes      int64         // size of a sandbox's private /tmp, where supported
 }
 
 // Spec is what a driver needs to create a runtime for one workspace.

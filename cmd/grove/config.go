@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/grove-dev/grove/driver"
 )
 
 // config is the effective configuration: flags override the environment,
@@ -37,8 +39,13 @@ type config struct {
 	MaxRepoBytes    int64         // GROVE_MAX_REPO_BYTES: bytes one clone or fetch may add (0: 20 GiB, -1: none)
 	MaxCaches       int           // GROVE_MAX_CACHES: repository caches the server keeps (0: 200, -1: none)
 	SandboxPath     string        // GROVE_SANDBOX_PATH: PATH of sandboxed commands (default: see sandboxPath)
-	JSON            bool
-	Quiet           bool
+	// SandboxLimits bound each workspace's commands (docs/SECURITY.md,
+	// "Sandboxes"): GROVE_SANDBOX_MEMORY (bytes), GROVE_SANDBOX_CPUS,
+	// GROVE_SANDBOX_PIDS, GROVE_SANDBOX_USER_PIDS, GROVE_SANDBOX_TMP
+	// (bytes). Zero or unset: the runtime's defaults.
+	SandboxLimits driver.Limits
+	JSON          bool
+	Quiet         bool
 }
 
 func defaultRoot() string {
@@ -89,6 +96,15 @@ func loadConfig() config {
 	c.WorkspacesPer, _ = strconv.Atoi(os.Getenv("GROVE_WORKSPACES_PER_USER"))
 	c.MaxRepoBytes, _ = strconv.ParseInt(os.Getenv("GROVE_MAX_REPO_BYTES"), 10, 64)
 	c.MaxCaches, _ = strconv.Atoi(os.Getenv("GROVE_MAX_CACHES"))
+	c.SandboxLimits.MemoryBytes, _ = strconv.ParseInt(os.Getenv("GROVE_SANDBOX_MEMORY"), 10, 64)
+	c.SandboxLimits.CPUs, _ = strconv.ParseFloat(os.Getenv("GROVE_SANDBOX_CPUS"), 64)
+	c.SandboxLimits.Processes, _ = strconv.Atoi(os.Getenv("GROVE_SANDBOX_PIDS"))
+	c.SandboxLimits.UserProcesses, _ = strconv.Atoi(os.Getenv("GROVE_SANDBOX_USER_PIDS"))
+	c.SandboxLimits.TmpBytes, _ = strconv.ParseInt(os.Getenv("GROVE_SANDBOX_TMP"), 10, 64)
+	if l := &c.SandboxLimits; l.MemoryBytes < 0 || l.CPUs < 0 || l.Processes < 0 || l.UserProcesses < 0 || l.TmpBytes < 0 {
+		// A negative limit would refuse every workspace: keep the defaults.
+		c.SandboxLimits = driver.Limits{}
+	}
 	if v := os.Getenv("GROVE_ACCESS_CHECK_TTL"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			c.AccessCheckTTL = d

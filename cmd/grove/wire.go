@@ -92,6 +92,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 			Reserve: cfg.DiskReserve, PinsPerUser: cfg.PinsPerUser, WorkspacesPerUser: cfg.WorkspacesPer, MaxCaches: cfg.MaxCaches, Root: cfg.Root,
 		},
 		SandboxPath: cfg.sandboxPath(runtimeKind),
+		Limits:      cfg.SandboxLimits,
 		Logger:      logger,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/grove-dev/grove"
@@ -78,7 +79,12 @@ func (d *Driver) args(spec driver.Spec, dir string, env []string, argv []string)
 		"--dev", "/dev",
 		// World-writable (sticky) as a normal /tmp: as root the tmpfs is
 		// root's and the command's uid is not.
-		"--perms", "1777", "--tmpfs", "/tmp",
+		"--perms", "1777",
+	)
+	if d.tmpSize {
+		a = append(a, "--size", strconv.FormatInt(limitsOf(spec.Limits).tmp, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp",
 		"--perms", "0777", "--dir", sandboxHome,
 	)
 	work := filepath.Clean(spec.WorkDir)

@@ -19,7 +19,7 @@ import (
 // run, so the ratio is meaningful on a noisy machine.
 func BenchmarkExecTrue(b *testing.B) {
 	testenv.RequireBinary(b, "bwrap", "bwrap")
-	d, err := New(Options{PidsCgroup: os.Getenv("GROVE_BENCH_PIDS_CGROUP")})
+	d, err := New(Options{Cgroups: os.Getenv("GROVE_BENCH_CGROUPS")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func BenchmarkExecTrue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	b.Logf("pids cgroup in use: %v", d.pids != nil)
+	b.Logf("cgroups in use: %v", d.cgroups != nil)
 	args := d.args(spec, spec.WorkDir, procexec.Env(sandboxHome, nil), []string{"true"})
 	groveOnce := func(b *testing.B) {
 		res, err := d.Exec(ctx, "bench", grove.ExecRequest{Argv: []string{"true"}})

@@ -27,8 +27,16 @@
 // Limits are applied without an extra process in the launch path: bwrap
 // is started with --block-fd and --info-fd; once it reports the sandbox's
 // pid, the driver sets RLIMIT_NPROC, RLIMIT_FSIZE and RLIMIT_CPU on it with
-// prlimit(2) (and, when it runs as root, moves it into a fresh pids cgroup),
-// then unblocks it. Every process of the command descends from it.
+// prlimit(2) (and, when it runs as root, moves it into its workspace's
+// cgroups), then unblocks it. Every process of the command descends from
+// it. The private /tmp is a tmpfs of a bounded size (--size).
+//
+// As root the driver keeps one cgroup per workspace in the pids, memory and
+// cpu controllers (v1 or v2), under one per user:
+// <controller>/grove/<user-hash>/w-<workspace>. The workspace's cgroup
+// bounds the processes, memory (with swap) and CPU of all of its commands
+// together; the user's bounds the processes of all the user's workspaces.
+// A command whose process the OOM killer killed has OOMKilled set.
 //
 // RLIMIT_NPROC counts the processes of one user in one user namespace
 // (Linux ≥ 5.14 accounts it per namespace), so with a new user namespace
@@ -36,7 +44,10 @@
 // exempts real uid 0 from RLIMIT_NPROC, however, so when Grove runs as
 // root the process limit is enforced by a pids cgroup instead; without a
 // writable pids cgroup a root process cannot bound processes, and
-// Capabilities reports Limits=false.
+// Capabilities reports Limits=false. A non-root server has no cgroups of
+// its own to write: there memory, CPU share and the per-user process limit
+// are not enforced (processes are bounded per command), and Capabilities
+// reports Limits=true only for what RLIMIT_* and the /tmp size cover.
 package bwrap
 
 import (
@@ -58,23 +69,27 @@ const Kind = "bwrap"
 // Default limits, applied when a Spec leaves a limit zero. No CPU-time
 // limit by default: the command timeout bounds wall time already.
 const (
-	DefaultProcesses = 512
-	DefaultFileSize  = 1 << 30
+	DefaultProcesses     = 512     // per workspace (per command without cgroups)
+	DefaultUserProcesses = 2048    // all of one user's workspaces, with cgroups
+	DefaultFileSize      = 1 << 30 // one written file
+	DefaultMemory        = 4 << 30 // per workspace, memory and swap, with cgroups
+	DefaultCPUs          = 2.0     // per workspace, with cgroups
+	DefaultTmp           = 1 << 30 // the private /tmp of each command
 )
 
 // Options configure a Driver.
 type Options struct {
 	// Binary is the bwrap executable; empty looks "bwrap" up on PATH.
 	Binary string
-	// PidsCgroup is a directory in a pids cgroup hierarchy (v1 or v2)
-	// where the driver may create one child cgroup per command. Empty
-	// means: when running as root, try /sys/fs/cgroup/pids (v1) and
-	// /sys/fs/cgroup (v2); "none" disables cgroups. It is only needed as
-	// root, where RLIMIT_NPROC does not apply; on cgroup v1 moving a
-	// process costs a few milliseconds per command (an RCU grace period),
-	// so "none" trades the process limit (Capabilities.Limits=false) for
-	// launch speed.
-	PidsCgroup string
+	// Cgroups is where the cgroup file system is mounted; empty means
+	// /sys/fs/cgroup, "none" disables cgroups. They are only used as root,
+	// where the driver keeps one cgroup per workspace under
+	// <hierarchy>/grove (v1: the pids, memory and cpu hierarchies; v2: the
+	// unified one). On cgroup v1 moving a process costs a few milliseconds
+	// per hierarchy and command (an RCU grace period), so "none" trades the
+	// process, memory and CPU limits (Capabilities.Limits=false) for launch
+	// speed.
+	Cgroups string
 	// SandboxUID and SandboxGID are the unprivileged identity commands run
 	// as when Grove runs as root (0: 65534, nobody). A root server's
 	// writable workspaces are handed to this uid at Create.
@@ -83,11 +98,13 @@ type Options struct {
 
 // Driver runs commands in bubblewrap sandboxes.
 type Driver struct {
-	bin    string
-	shell  string // bash, or sh where bash is absent
-	pids   *pidsCgroup
-	nproc  bool // whether a process limit can be enforced at all
-	mounts []string
+	bin   string
+	shell string // bash, or sh where bash is absent
+	// cgroups is set as root with a usable pids controller.
+	cgroups *cgroups
+	nproc   bool // whether a process limit can be enforced at all
+	tmpSize bool // bwrap supports --size (a bounded /tmp)
+	mounts  []string
 	// seccomp is the compiled filter (seccomp.go), given to every sandbox.
 	seccomp []byte
 	// drop is set when Grove runs as root: the sandbox is built as root
@@ -142,20 +159,28 @@ func New(opt Options) (*Driver, error) {
 		d.drop = []string{setpriv, fmt.Sprintf("--reuid=%d", d.uid), fmt.Sprintf("--regid=%d", d.gid),
 			"--clear-groups", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}
 	}
+	d.tmpSize = supportsSize(path)
 	d.nproc = os.Geteuid() != 0
-	if os.Geteuid() == 0 && opt.PidsCgroup != "none" {
-		d.pids = findPidsCgroup(opt.PidsCgroup)
-		d.nproc = d.pids != nil
+	if os.Geteuid() == 0 && opt.Cgroups != "none" {
+		d.cgroups = findCgroups(opt.Cgroups)
+		d.nproc = d.cgroups != nil
+		if d.cgroups != nil {
+			d.cgroups.cleanup()
+		}
 	}
 	return d, nil
 }
 
-// Close releases host resources the driver keeps between commands (empty
-// pids cgroups kept for reuse). The driver must not be used afterwards.
+// supportsSize reports whether bwrap knows --size (0.8 and later).
+func supportsSize(bin string) bool {
+	out, _ := exec.Command(bin, "--help").CombinedOutput()
+	return strings.Contains(string(out), "--size")
+}
+
+// Close releases what the driver holds between commands; workspaces'
+// cgroups stay until Destroy (or the next New cleans up the empty ones).
+// The driver must not be used afterwards.
 func (d *Driver) Close() error {
-	if d.pids != nil {
-		d.pids.close()
-	}
 	return nil
 }
 
@@ -168,7 +193,7 @@ func (d *Driver) Capabilities() driver.Capabilities {
 		Isolated:      true,
 		AllowMutating: true,
 		Network:       []driver.NetworkMode{driver.NetworkNone, driver.NetworkDefault},
-		Limits:        d.nproc,
+		Limits:        d.nproc && d.tmpSize && (d.cgroups == nil || d.cgroups.complete()),
 		Streaming:     true,
 	}
 }
@@ -184,7 +209,17 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 			return nil, err
 		}
 	}
-	return d.runtimes.Create(spec, nil)
+	rt, err := d.runtimes.Create(spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	if d.cgroups != nil {
+		// Made once here; each command only enters it.
+		if _, err := d.cgroups.workspace(rt.Spec.User, rt.Spec.WorkspaceID, limitsOf(rt.Spec.Limits)); err != nil {
+			return nil, err
+		}
+	}
+	return rt, nil
 }
 
 func checkSpec(spec driver.Spec) error {
@@ -213,7 +248,7 @@ func checkSpec(spec driver.Spec) error {
 		}
 	}
 	l := spec.Limits
-	if l.Processes < 0 || l.FileSize < 0 || l.CPUTime < 0 {
+	if l.Processes < 0 || l.UserProcesses < 0 || l.FileSize < 0 || l.CPUTime < 0 || l.MemoryBytes < 0 || l.CPUs < 0 || l.TmpBytes < 0 {
 		return grove.Errorf(grove.ErrInvalid, "bwrap: negative limit")
 	}
 	return nil
@@ -238,6 +273,9 @@ func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
 // Destroy implements driver.Driver; the workspace's files stay.
 func (d *Driver) Destroy(ctx context.Context, workspaceID string) error {
 	d.runtimes.Remove(workspaceID)
+	if d.cgroups != nil {
+		d.cgroups.remove(workspaceID)
+	}
 	return nil
 }
 
@@ -269,8 +307,14 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	if req.Shell != "" {
 		argv = []string{d.shell, "-c", req.Shell}
 	}
+	var cg *wsCgroup
+	if d.cgroups != nil {
+		if cg, err = d.cgroups.workspace(spec.User, spec.WorkspaceID, l); err != nil {
+			return nil, err
+		}
+	}
 	args := d.args(spec, dir, procexec.Env(sandboxHome, req.Env), argv)
-	res, err := d.run(ctx, args, l, procexec.Params{
+	res, err := d.run(ctx, args, l, cg, procexec.Params{
 		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit, StreamOnly: req.StreamOnly,
 	})
 	if err != nil {

@@ -16,20 +16,37 @@ import (
 	"github.com/grove-dev/grove/driver/internal/procexec"
 )
 
-// limits are the effective limits of one command.
+// limits are the effective limits of one workspace's commands.
 type limits struct {
-	processes int
-	fileSize  int64
-	cpu       time.Duration // 0: none
+	processes     int
+	userProcesses int
+	fileSize      int64
+	cpu           time.Duration // 0: none
+	memory        int64
+	cpus          float64
+	tmp           int64
 }
 
 func limitsOf(l driver.Limits) limits {
-	out := limits{processes: l.Processes, fileSize: l.FileSize, cpu: l.CPUTime}
+	out := limits{processes: l.Processes, userProcesses: l.UserProcesses, fileSize: l.FileSize, cpu: l.CPUTime,
+		memory: l.MemoryBytes, cpus: l.CPUs, tmp: l.TmpBytes}
 	if out.processes == 0 {
 		out.processes = DefaultProcesses
 	}
+	if out.userProcesses == 0 {
+		out.userProcesses = DefaultUserProcesses
+	}
 	if out.fileSize == 0 {
 		out.fileSize = DefaultFileSize
+	}
+	if out.memory == 0 {
+		out.memory = DefaultMemory
+	}
+	if out.cpus == 0 {
+		out.cpus = DefaultCPUs
+	}
+	if out.tmp == 0 {
+		out.tmp = DefaultTmp
 	}
 	return out
 }
@@ -39,7 +56,7 @@ const infoTimeout = 10 * time.Second
 
 // run starts bwrap blocked (--block-fd), applies the limits to the sandbox
 // process it reports (--info-fd), then lets it run.
-func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Params) (*grove.ExecResult, error) {
+func (d *Driver) run(ctx context.Context, args []string, l limits, cg *wsCgroup, p procexec.Params) (*grove.ExecResult, error) {
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: %w", err)
@@ -65,7 +82,10 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 	full := append([]string{d.bin, "--block-fd", "3", "--info-fd", "4"}, args...)
 	cmd := &exec.Cmd{Path: d.bin, Args: full, Env: []string{}, ExtraFiles: []*os.File{blockR, infoW, filter}}
 
-	var cg *cgroup
+	ooms := int64(-1)
+	if cg != nil {
+		ooms = d.cgroups.oomKills(cg)
+	}
 	p.Started = func(int) error {
 		blockR.Close()
 		infoW.Close()
@@ -75,8 +95,8 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 			// and stderr tell why, so let Run collect them.
 			return nil
 		}
-		if d.pids != nil {
-			if cg, err = d.pids.enter(pid, l.processes); err != nil {
+		if cg != nil {
+			if err := d.cgroups.enter(cg, pid); err != nil {
 				return err
 			}
 		}
@@ -87,9 +107,6 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 		return err
 	}
 	res, err := procexec.Run(ctx, cmd, p)
-	if cg != nil {
-		d.pids.put(cg)
-	}
 	if err != nil {
 		blockR.Close()
 		infoW.Close()
@@ -97,6 +114,11 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, p procexec.Pa
 			return nil, grove.Errorf(grove.ErrNotInstalled, "bwrap: %v", err)
 		}
 		return nil, err
+	}
+	// The count is the workspace's: with concurrent commands in one
+	// workspace, a failed one reports the kill of any of them.
+	if ooms >= 0 && res.ExitCode != 0 && d.cgroups.oomKills(cg) > ooms {
+		res.OOMKilled = true
 	}
 	return res, nil
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/bwrap"
 	"github.com/grove-dev/grove/gitrepo/gitfmt"
 	"github.com/grove-dev/grove/internal/bench"
 	"github.com/spf13/cobra"
@@ -124,14 +126,14 @@ func (c *cli) runBench(ctx context.Context, o benchOpts) error {
 	if _, err := eng.Exec(ctx, ws.ID, execTrue); err != nil { // create the runtime
 		return err
 	}
-	rawArgv := rawLaunch(eng.Driver().Kind(), ws.LocalPath)
+	rawTrue, rawNote := rawLaunch(eng.Driver(), ws.ID)
 	g, raw, err = pair(o.n*5,
 		func() error { _, err := eng.Exec(ctx, ws.ID, execTrue); return err },
-		func() error { return exec.CommandContext(ctx, rawArgv[0], rawArgv[1:]...).Run() })
+		rawTrue)
 	if err != nil {
 		return err
 	}
-	rows = append(rows, bench.Row{Name: "exec true (" + eng.Driver().Kind() + ")", Grove: g, Raw: raw, Note: "raw: " + rawArgv[0] + " launch"})
+	rows = append(rows, bench.Row{Name: "exec true (" + eng.Driver().Kind() + ")", Grove: g, Raw: raw, Note: "raw: " + rawNote})
 
 	// Grove sorts by path so that pages are stable between calls, which
 	// makes rg walk the tree on one thread; compare with both.
@@ -158,7 +160,9 @@ func (c *cli) runBench(ctx context.Context, o benchOpts) error {
 
 	// Workspace git runs inside the runtime (the trust boundary); compare
 	// with host git reading the same tree directly.
-	statusArgv := append([]string{"git", "-C", ws.LocalPath}, gitfmt.StatusArgs()...)
+	// (The workspace belongs to the sandbox's uid; the benchmark's own
+	// repository is no agent's, so host git may read it here.)
+	statusArgv := append([]string{"git", "-c", "safe.directory=*", "-C", ws.LocalPath}, gitfmt.StatusArgs()...)
 	g, raw, err = pair(o.n,
 		func() error { _, err := eng.Status(ctx, ws.ID); return err },
 		func() error { return exec.CommandContext(ctx, statusArgv[0], statusArgv[1:]...).Run() })
@@ -213,19 +217,21 @@ func pair(n int, grove, raw func() error) (g, r bench.Sample, err error) {
 	return g, r, nil
 }
 
-// rawLaunch is the launch a runtime performs, done by hand.
-func rawLaunch(kind, dir string) []string {
-	if kind != "bwrap" {
-		return []string{"true"}
+// rawLaunch is the launch a runtime performs, done by hand: for bwrap the
+// very command line the driver runs (same sandbox, seccomp filter and
+// identity) without Grove around it; for others a plain fork/exec.
+func rawLaunch(d driver.Driver, id string) (func() error, string) {
+	if b, ok := d.(*bwrap.Driver); ok {
+		return func() error {
+			cmd, done, err := b.RawCommand(id, []string{"true"})
+			if err != nil {
+				return err
+			}
+			defer done()
+			return cmd.Run()
+		}, "the same bwrap command line"
 	}
-	args := []string{"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent", "--new-session",
-		"--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", dir, dir, "--chdir", dir, "--clearenv"}
-	for _, d := range []string{"/bin", "/lib", "/lib64", "/sbin"} {
-		if t, err := os.Readlink(d); err == nil {
-			args = append(args, "--symlink", t, d)
-		}
-	}
-	return append(args, "--setenv", "PATH", "/usr/bin:/bin", "true")
+	return func() error { return exec.Command("true").Run() }, "fork/exec true"
 }
 
 // agents runs o.agents agents at once, each acquiring its own branch and

@@ -343,3 +343,22 @@ func ensureProtected(spec driver.Spec) error {
 	}
 	return nil
 }
+
+// RawCommand is the bubblewrap command line Exec runs for argv in the
+// workspace's runtime — the same sandbox, seccomp filter and identity —
+// without Grove's limits, timeout and output handling. `grove bench`
+// launches it to compare Exec with the raw tool; the caller runs it once
+// (it carries the filter's descriptor) and calls done afterwards.
+func (d *Driver) RawCommand(workspaceID string, argv []string) (cmd *exec.Cmd, done func(), err error) {
+	spec, _, err := d.runtimes.Resume(workspaceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	filter, err := filterFile(d.seccomp)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd = exec.Command(d.bin, d.args(spec, spec.WorkDir, procexec.Env(sandboxHome, nil), argv)...)
+	cmd.ExtraFiles = []*os.File{nil, nil, filter} // --seccomp 5
+	return cmd, func() { filter.Close() }, nil
+}

@@ -7,8 +7,10 @@
 // Here the walk holds one directory at a time, remembers only the names it
 // went down through, and climbs back with "..". It is meant for trees no
 // live process is changing (a workspace whose runtime is gone, Grove's own
-// temporaries): it never follows a symlink, but a concurrent rename could
-// move where ".." leads.
+// temporaries). It never follows a symlink, and it checks every climb: the
+// directory ".." leads to must be the one it came down from (device and
+// inode), so a rename racing the walk (a process an agent left behind)
+// makes it stop with an error instead of deleting outside the tree.
 package rmtree
 
 import (
@@ -33,7 +35,10 @@ func RemoveAll(dir string) error {
 	if err != nil {
 		return fmt.Errorf("rmtree: open %s: %w", dir, err)
 	}
-	var down []string // names from dir to the directory fd is open on
+	// names from dir to the directory fd is open on, and the identity of
+	// each directory they are entries of.
+	var down []string
+	var parents []unix.Stat_t
 	for {
 		sub, err := clearDir(fd)
 		if err != nil {
@@ -41,6 +46,11 @@ func RemoveAll(dir string) error {
 			return err
 		}
 		if sub != "" {
+			var here unix.Stat_t
+			if err := unix.Fstat(fd, &here); err != nil {
+				unix.Close(fd)
+				return fmt.Errorf("rmtree: %w", err)
+			}
 			next, err := unix.Openat(fd, sub, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			unix.Close(fd)
 			if err != nil {
@@ -48,6 +58,10 @@ func RemoveAll(dir string) error {
 			}
 			fd = next
 			down = append(down, sub)
+			parents = append(parents, here)
+			if testHookDescended != nil {
+				testHookDescended(down)
+			}
 			continue
 		}
 		// fd's directory is empty.
@@ -64,14 +78,24 @@ func RemoveAll(dir string) error {
 			return fmt.Errorf("rmtree: climb: %w", err)
 		}
 		fd = up
+		want := parents[len(parents)-1]
+		var got unix.Stat_t
+		if err := unix.Fstat(fd, &got); err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+			unix.Close(fd)
+			return fmt.Errorf("rmtree: %s changed while it was being removed; stopped", dir)
+		}
 		name := down[len(down)-1]
-		down = down[:len(down)-1]
+		down, parents = down[:len(down)-1], parents[:len(parents)-1]
 		if err := unix.Unlinkat(fd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
 			unix.Close(fd)
 			return fmt.Errorf("rmtree: %w", err)
 		}
 	}
 }
+
+// testHookDescended, when set, runs after each descent with the names
+// walked down so far.
+var testHookDescended func(down []string)
 
 // clearDir unlinks every non-directory in the directory open on fd and
 // every empty subdirectory, and returns the name of a non-empty

@@ -176,11 +176,15 @@ func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container
 	// HOME belongs to the command user: a mode alone is not applied where
 	// the image already has the directory.
 	home := fmt.Sprintf("%s,uid=%s,gid=%s,mode=0700", tmpfs, uid, gid)
+	profile, err := seccompProfile()
+	if err != nil {
+		return nil, nil, err
+	}
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(networkMode(first.Network)),
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true"},
+		SecurityOpt:    []string{"no-new-privileges:true", "seccomp=" + profile},
 		IpcMode:        container.IPCModePrivate,
 		Tmpfs:          map[string]string{"/tmp": tmpfs + ",mode=1777", "/home/agent": home},
 		Mounts:         mounts,

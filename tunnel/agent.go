@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/grove-dev/grove"
@@ -226,10 +227,36 @@ func (a *Agent) Serve(ctx context.Context, c Conn) error {
 		return fmt.Errorf("tunnel: want registered, got %q", m.Type)
 	}
 
+	// A server that falls silent (a laptop's network changed under a
+	// half-open connection) is noticed after three of its heartbeats, and
+	// Run reconnects.
+	var lastSeen atomic.Int64
+	lastSeen.Store(time.Now().UnixNano())
+	if m.HeartbeatMS > 0 {
+		every := time.Duration(m.HeartbeatMS) * time.Millisecond
+		go func() {
+			tk := time.NewTicker(every)
+			defer tk.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tk.C:
+				}
+				if time.Since(time.Unix(0, lastSeen.Load())) > 3*every {
+					l.Warn("tunnel: the server fell silent; closing to reconnect")
+					c.Close("server silent")
+					return
+				}
+			}
+		}()
+	}
+
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
 		m, err := c.Read(ctx)
+		lastSeen.Store(time.Now().UnixNano())
 		if errors.Is(err, ErrMalformed) {
 			l.Warn("tunnel: malformed message ignored", "err", err)
 			continue

@@ -46,6 +46,10 @@ type Message struct {
 	DirLabel  string `json:"dir_label,omitempty"` // for people: which checkout (not a path the server uses)
 	ReadOnly  bool   `json:"read_only,omitempty"`
 
+	// registered: how often the server pings. An agent that hears nothing
+	// for three of these takes the connection for dead and reconnects.
+	HeartbeatMS int64 `json:"heartbeat_ms,omitempty"`
+
 	// tool_call, tool_response
 	CorrelationID string          `json:"correlation_id,omitempty"`
 	Endpoint      string          `json:"endpoint,omitempty"`

@@ -59,6 +59,7 @@ type Tunnel struct {
 	deadOnce sync.Once
 	why      atomic.Value // string: why it died
 	lastSeen atomic.Int64 // unix nanoseconds of the last message received
+	pinging  atomic.Bool
 }
 
 func (r *Registry) log() *slog.Logger {
@@ -113,7 +114,7 @@ func (r *Registry) Serve(ctx context.Context, user string, c Conn) error {
 		return refuse(err)
 	}
 	defer r.remove(t)
-	if err := t.write(ctx, Message{Type: TypeRegistered}); err != nil {
+	if err := t.write(ctx, Message{Type: TypeRegistered, HeartbeatMS: hb.Milliseconds()}); err != nil {
 		t.kill("registration not acknowledged")
 		return err
 	}
@@ -144,7 +145,11 @@ func (r *Registry) Serve(ctx context.Context, user string, c Conn) error {
 		t.lastSeen.Store(time.Now().UnixNano())
 		switch m.Type {
 		case TypePing:
-			go func() { _ = t.write(ctx, Message{Type: TypePong}) }()
+			// Answered in line: an agent that pings without reading
+			// stalls only its own connection.
+			if err := t.write(ctx, Message{Type: TypePong}); err != nil {
+				t.kill("pong failed")
+			}
 		case TypePong:
 		case TypeToolResponse:
 			t.mu.Lock()
@@ -303,7 +308,11 @@ func (t *Tunnel) heartbeats(ctx context.Context, every time.Duration) {
 			t.kill("heartbeats missed")
 			return
 		}
+		if !t.pinging.CompareAndSwap(false, true) {
+			continue // the last ping is still being written
+		}
 		go func() {
+			defer t.pinging.Store(false)
 			if err := t.write(ctx, Message{Type: TypePing}); err != nil {
 				t.kill("ping failed")
 			}

@@ -51,13 +51,18 @@ func testLog(t *testing.T) *slog.Logger {
 
 func newEnv(t *testing.T, reg *tunnel.Registry) *env {
 	t.Helper()
+	return newEnvLimits(t, reg, httpapi.Limits{})
+}
+
+func newEnvLimits(t *testing.T, reg *tunnel.Registry, lim httpapi.Limits) *env {
+	t.Helper()
 	if reg == nil {
 		reg = &tunnel.Registry{}
 	}
 	reg.Log = testLog(t)
 	ts := tools.New(tools.Options{})
 	t.Cleanup(ts.Close)
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tools: ts, Auth: fakeAuth{aliceKey: "alice", bobKey: "bob"}, Tunnels: reg, Logger: reg.Log}))
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Tools: ts, Auth: fakeAuth{aliceKey: "alice", bobKey: "bob"}, Tunnels: reg, Logger: reg.Log, Limits: lim}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, reg: reg}
 }
@@ -381,8 +386,11 @@ func TestMissedHeartbeatsKill(t *testing.T) {
 	expectUnavailable(t, ch, time.Second)
 }
 
+// A tunnel outlives the API's per-write deadline (WriteTimeout, which the
+// access-log wrapper sets on every write of an ordinary response) and the
+// heartbeats keep it registered.
 func TestHeartbeatsKeepAlive(t *testing.T) {
-	e := newEnv(t, &tunnel.Registry{Heartbeat: 50 * time.Millisecond})
+	e := newEnvLimits(t, &tunnel.Registry{Heartbeat: 50 * time.Millisecond}, httpapi.Limits{WriteTimeout: 100 * time.Millisecond, BodyTimeout: 100 * time.Millisecond})
 	e.agent(t.TempDir(), "alive", false, nil)
 	time.Sleep(400 * time.Millisecond) // eight heartbeats
 	execResult(t, e.call(aliceKey, "alive", tunnel.RouteExecute, tunnel.ExecRequest{Argv: []string{"true"}}, 5000))

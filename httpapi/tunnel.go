@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/grove-dev/grove"
@@ -19,6 +20,11 @@ import (
 // it goes away. The key's revocation ends it (the request context is
 // tracked by admit).
 func (s *Server) tunnelConnect(w http.ResponseWriter, r *http.Request, c *caller) error {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// Anything but an upgrade gets the API's error shape, not the
+		// WebSocket library's text.
+		return grove.Errorf(grove.ErrInvalid, "GET /v1/tunnel is the WebSocket endpoint of grove tunnel (docs/TUNNEL.md); send an Upgrade: websocket request")
+	}
 	ws, err := tunnel.Accept(w, r)
 	if err != nil {
 		return nil // Accept answered the request itself

@@ -258,7 +258,10 @@ func (r *Registry) Call(ctx context.Context, user, name, endpoint string, payloa
 	}()
 	start := time.Now()
 	l.Info("tunnel: call sent", "timeout_ms", timeout.Milliseconds())
-	if err := t.write(ctx, Message{Type: TypeToolCall, CorrelationID: id, Endpoint: endpoint, Payload: payload, TimeoutMS: timeout.Milliseconds()}); err != nil {
+	// Not the caller's context: a WebSocket write cancelled half-way
+	// closes the connection, and a caller giving up must not take the
+	// tunnel down with it.
+	if err := t.write(context.WithoutCancel(ctx), Message{Type: TypeToolCall, CorrelationID: id, Endpoint: endpoint, Payload: payload, TimeoutMS: timeout.Milliseconds()}); err != nil {
 		t.kill("write failed")
 		l.Warn("tunnel: call not sent", "err", err)
 		return nil, grove.Errorf(grove.ErrUnavailable, "tunnel %q: connection lost", name)

@@ -529,3 +529,16 @@ func TestFilesConfined(t *testing.T) {
 		t.Fatal(".git/config was written")
 	}
 }
+
+// A caller that gives up stops waiting; the tunnel stays up for the next.
+func TestCallerCancelKeepsTunnel(t *testing.T) {
+	e := newEnv(t, nil)
+	e.agent(t.TempDir(), "proj", false, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := e.reg.Call(ctx, "alice", "proj", tunnel.RouteExecute, json.RawMessage(`{"argv":["sleep","1"]}`), 5*time.Second)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	execResult(t, e.call(aliceKey, "proj", tunnel.RouteExecute, tunnel.ExecRequest{Argv: []string{"true"}}, 5000))
+}

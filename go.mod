@@ -5,6 +5,7 @@ go 1.26.8
 require modernc.org/sqlite v1.62.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/elastic/go-seccomp-bpf v1.6.0 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

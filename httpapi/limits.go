@@ -467,4 +467,5 @@ var slotRoutes = map[string]bool{
 	"POST /v1/workspaces/{id}/git/push":                true,
 	"POST /v1/workspaces/{id}/pulls":                   true,
 	"POST /v1/workspaces/{id}/pulls/{number}/comments": true,
+	"POST /v1/tunnels/{name}/call":                     true, // a command or file operation on the user's machine
 }

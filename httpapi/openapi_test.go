@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -11,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/tunnel"
 )
 
 // The document is OpenAPI 3.1, whose schemas are JSON Schema 2020-12.
@@ -294,6 +297,38 @@ func TestOpenAPIResponses(t *testing.T) {
 	want(pdo("POST", pf.ws+"/pulls/1/comments", cmt), 201)
 	want(pdo("POST", pf.ws+"/pulls/1/comments", map[string]any{"body": "x", "line": 1}), 400)
 
+	// Local mode: alice's tunnel agent, called through the API.
+	local, err := tunnel.OpenLocal(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	td := &tunnel.Dispatcher{Workspace: "laptop"}
+	local.Routes(td)
+	tctx, stopTunnel := context.WithCancel(context.Background())
+	tdone := make(chan struct{})
+	go func() {
+		defer close(tdone)
+		tunnel.Run(tctx, f.srv.URL, f.alice, &tunnel.Agent{Workspace: "laptop", D: td})
+	}()
+	defer func() { stopTunnel(); <-tdone }()
+	for i := 0; !strings.Contains(string(f.do(t, f.alice, "GET", "/v1/tunnels", nil).body), "laptop"); i++ {
+		if i == 500 {
+			t.Fatal("the tunnel never registered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want(do(f.alice, "GET", "/v1/tunnels", nil), 200)
+	tc := map[string]any{"endpoint": tunnel.RouteExecute, "payload": map[string]any{"argv": []string{"true"}}, "timeout_ms": 10000}
+	s.checkRequest(t, "POST", "/v1/tunnels/{name}/call", tc)
+	want(do(f.alice, "POST", "/v1/tunnels/laptop/call", tc), 200)
+	want(do(f.alice, "POST", "/v1/tunnels/laptop/call", map[string]any{"endpoint": "/api/nope"}), 200) // the agent's answer: E_NOT_FOUND inside
+	want(do(f.bob, "POST", "/v1/tunnels/laptop/call", tc), 404)
+	want(do(f.alice, "POST", "/v1/tunnels/laptop/call", map[string]any{"payload": 1}), 400)
+	if r := f.do(t, f.alice, "GET", "/v1/tunnel", nil); r.status != 400 || !strings.Contains(string(r.body), "E_INVALID_ARGUMENT") {
+		t.Fatalf("GET /v1/tunnel without an upgrade: %d %s", r.status, r.body)
+	}
+
 	// Every documented operation answered 2xx at least once, and every
 	// endpoint of the API (issue 4's table, plus health and MCP) is
 	// documented.
@@ -321,6 +356,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		"GET /v1/repos", "POST /v1/repos", "DELETE /v1/repos/{id}", "POST /v1/workspaces/{id}/tools/{name}",
 		"POST /v1/workspaces/{id}/pulls", "POST /v1/workspaces/{id}/pulls/{number}/comments",
 		"POST /v1/mcp", "POST /v1/workspaces/{id}/mcp", "GET /healthz", "GET /readyz", "GET /v1/openapi.json",
+		"GET /v1/tunnels", "POST /v1/tunnels/{name}/call",
 	} {
 		if !documented[e] {
 			t.Errorf("endpoint %s is not in openapi.json", e)

@@ -18,6 +18,7 @@ import (
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/auth"
 	"github.com/grove-dev/grove/tools"
+	"github.com/grove-dev/grove/tunnel"
 	"github.com/grove-dev/grove/wire"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// Limits bound connections, requests and work; see limits.go.
 	Limits Limits
+	// Tunnels holds the users' local-mode tunnels (docs/TUNNEL.md); nil
+	// makes one with default heartbeats.
+	Tunnels *tunnel.Registry
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -52,6 +56,7 @@ type Server struct {
 	slots    *slots
 	authFail *auth.FailureLimiter
 	inflight *auth.Inflight
+	tunnels  *tunnel.Registry
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -81,6 +86,10 @@ func New(opt Options) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.tunnels = opt.Tunnels
+	if s.tunnels == nil {
+		s.tunnels = &tunnel.Registry{Log: s.log}
 	}
 	s.routes()
 	return s
@@ -117,6 +126,9 @@ func (s *Server) routes() {
 	a("GET /v1/repos", s.listRepos)
 	a("POST /v1/repos", s.ensureRepo)
 	a("DELETE /v1/repos/{id}", s.removeRepo)
+	a("GET /v1/tunnel", s.tunnelConnect)
+	a("GET /v1/tunnels", s.listTunnels)
+	a("POST /v1/tunnels/{name}/call", s.tunnelCall)
 	s.mountMCP()
 	// Anything else under /v1 gets the error shape, not the mux's text.
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -104,7 +104,7 @@ func newRoot() *cobra.Command {
 	pf.BoolVar(&c.cfg.JSON, "json", false, "print JSON")
 	pf.BoolVarP(&c.cfg.Quiet, "quiet", "q", false, "no progress output")
 	root.AddCommand(c.repoCmd(), c.wsCmd(), c.execCmd(), c.readCmd(), c.writeCmd(), c.lsCmd(), c.searchCmd(), c.gitCmd(), c.reconcileCmd(), c.evictCmd(), c.benchCmd(), c.imageCmd(), c.keysCmd(), c.serveCmd(), c.configCmd())
-	root.AddCommand(c.mcpCmd())
+	root.AddCommand(c.mcpCmd(), c.tunnelCmd())
 	return root
 }
 

@@ -18,6 +18,9 @@ command -v fdfind >/dev/null || need+=(fd-find)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server redis-tools)
+# The sandbox sees only the system's /usr: tests run Debian's python3 there.
+[ -x /usr/bin/python3 ] || need+=(python3)
+command -v setpriv >/dev/null || need+=(util-linux)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${need[*]}"

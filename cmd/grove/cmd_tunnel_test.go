@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,10 +40,10 @@ func TestTunnelCommand(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 
-	start := func(key string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	start := func(key string, args ...string) (*exec.Cmd, *lockedBuffer) {
 		cmd := exec.Command(os.Args[0], append([]string{"tunnel", "--server", srv.URL, "--dir", dir}, args...)...)
 		cmd.Env = append(os.Environ(), "GROVE_CLI_MAIN=1", "GROVE_API_KEY="+key)
-		var errb bytes.Buffer
+		var errb lockedBuffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -112,4 +113,22 @@ func TestTunnelCommand(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("the call outlived its agent by a second")
 	}
+}
+
+// lockedBuffer is a stderr the child's copier writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

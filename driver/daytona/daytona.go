@@ -26,17 +26,22 @@
 // (runAsync), polls the command until it has an exit code, reads stdout
 // and stderr separately from the session's logs and deletes the session,
 // which ends its processes. The command runs under env -i with Grove's
-// clean environment and under coreutils timeout (its own process group,
-// killed with SIGKILL two seconds after SIGTERM); the driver also keeps a
+// clean environment (HOME is the sandbox user's home, asked of the
+// toolbox) and under coreutils timeout (its own process group, killed
+// with SIGKILL two seconds after SIGTERM); the driver also keeps a
 // deadline of its own in case the sandbox never answers. A timed-out
-// command gives exit 124, TimedOut and the output read so far. Output caps
-// are applied by the driver to the logs the toolbox returns. Before every
-// command the sandbox's state is read and a stopped or archived sandbox is
-// started again.
+// command gives exit 124, TimedOut and the output read so far. Each
+// stream is capped inside the sandbox (head -c then wc -c), so neither
+// the toolbox's logs nor the driver hold more than the cap; the omitted
+// counts come back on a status line the driver strips from stderr. A Dir
+// that is missing, not a directory, or leaves the workspace through a
+// symlink is reported by the wrapper and mapped to ErrNotFound,
+// ErrInvalid, ErrPathOutside. Before every command the sandbox's state is
+// read and a stopped, archived or paused sandbox is started again.
 //
 // Request environment values travel inside the command text sent to the
 // toolbox (shell-quoted); stdin travels as a file uploaded through the
-// files API and removed by the command before it runs.
+// files API into a per-exec directory under /tmp, removed afterwards.
 //
 // # Errors and retries
 //
@@ -118,6 +123,8 @@ type box struct {
 	tb      *toolbox.APIClient
 	tbURL   string
 	startMu sync.Mutex
+	homeMu  sync.Mutex
+	home    string // the sandbox user's home directory, from the toolbox
 }
 
 // New returns a driver talking to cfg.APIURL.
@@ -218,6 +225,9 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 		return nil, err
 	}
 	if err := d.ensureStarted(ctx, b); err != nil {
+		return nil, err
+	}
+	if _, err := d.home(ctx, b); err != nil {
 		return nil, err
 	}
 	resp, err := b.tb.FileSystemAPI.CreateFolder(ctx).Path(spec.WorkDir).Mode("0755").Execute()
@@ -338,6 +348,25 @@ func (d *Driver) ensureStarted(ctx context.Context, b *box) error {
 			wait *= 2
 		}
 	}
+}
+
+// home returns the sandbox user's home directory (HOME of commands), asked
+// of the toolbox once per sandbox.
+func (d *Driver) home(ctx context.Context, b *box) (string, error) {
+	b.homeMu.Lock()
+	defer b.homeMu.Unlock()
+	if b.home != "" {
+		return b.home, nil
+	}
+	r, resp, err := b.tb.InfoAPI.GetUserHomeDir(ctx).Execute()
+	if err := mapErr(ctx, "user home dir", resp, err); err != nil {
+		return "", err
+	}
+	if r.GetDir() == "" || !path.IsAbs(r.GetDir()) {
+		return "", errorf(grove.ErrUnavailable, "sandbox %s reports home directory %q", b.id, r.GetDir())
+	}
+	b.home = r.GetDir()
+	return b.home, nil
 }
 
 func (d *Driver) runtime(workspaceID string) (*driver.Runtime, *box, error) {

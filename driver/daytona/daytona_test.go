@@ -152,7 +152,7 @@ func TestExecContract(t *testing.T) {
 			k, v, _ := strings.Cut(l, "=")
 			got[k] = v
 		}
-		want := map[string]string{"PATH": cleanPath, "HOME": root + "/ws1", "LANG": "C.UTF-8", "TERM": "dumb", "GROVE_REQ": "a b'c"}
+		want := map[string]string{"PATH": cleanPath, "HOME": "/home/agent", "LANG": "C.UTF-8", "TERM": "dumb", "GROVE_REQ": "a b'c"}
 		if len(got) != len(want) {
 			t.Fatalf("environment %v, want %v", got, want)
 		}
@@ -178,8 +178,9 @@ func TestExecContract(t *testing.T) {
 		if string(res.Stdout) != "HELLO\n" {
 			t.Fatalf("stdin: %q %q", res.Stdout, res.Stderr)
 		}
-		if res := run(t, d, "ws1", sh("ls /tmp | grep -c grove-stdin || true")); strings.TrimSpace(string(res.Stdout)) != "0" {
-			t.Fatalf("stdin file left behind: %q", res.Stdout)
+		// Only this command's own exec directory is there.
+		if res := run(t, d, "ws1", sh("ls /tmp | grep -c grove-exec || true")); strings.TrimSpace(string(res.Stdout)) != "1" {
+			t.Fatalf("exec directories left behind: %q", res.Stdout)
 		}
 	})
 	t.Run("MissingBinary", func(t *testing.T) {

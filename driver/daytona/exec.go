@@ -2,6 +2,7 @@ package daytona
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -20,8 +21,15 @@ import (
 const (
 	outsideExit   = 213
 	outsideMarker = "grove-daytona: dir outside workspace"
+	missingExit   = 214
+	missingMarker = "grove-daytona: dir does not exist"
+	notDirExit    = 215
+	notDirMarker  = "grove-daytona: dir is not a directory"
 	cleanPath     = "/usr/local/bin:/usr/bin:/bin"
 	killGrace     = 2 * time.Second
+	// statusMarker starts the line the wrapper appends to stderr after the
+	// capped output: the exit status and the bytes each capper dropped.
+	statusMarker = "\x1egrove-daytona-status"
 )
 
 // Exec implements driver.Driver.
@@ -41,7 +49,15 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 // script builds the command line the session runs: a sh -c that takes
 // stdin from an uploaded file, enters the directory, checks it did not
 // leave the workspace, and runs the program under env -i and timeout.
-func script(root, dir string, req grove.ExecRequest, stdinPath string, timeout time.Duration) (string, error) {
+//
+// Each stream is capped inside the sandbox: GNU head -c (unbuffered through stdbuf, so output still streams) never reads past
+// its count, so "head -c N; wc -c" passes the first N bytes on and counts
+// the rest, and neither the toolbox's logs nor the driver ever hold more
+// than N bytes of a stream. Stderr reaches its capper through a FIFO. The
+// omitted counts come back on a last stderr line (statusMarker) that the
+// driver strips; tmp is a directory private to this exec (stdin, FIFO,
+// counts), removed through the files API afterwards.
+func script(root, home, dir string, req grove.ExecRequest, tmp string, stdin bool, timeout time.Duration, maxOut int) (string, error) {
 	var argv []string
 	switch {
 	case len(req.Argv) > 0 && req.Shell != "":
@@ -61,7 +77,7 @@ func script(root, dir string, req grove.ExecRequest, stdinPath string, timeout t
 			return "", errorf(grove.ErrInvalid, "argument contains NUL")
 		}
 	}
-	env := []string{"PATH=" + cleanPath, "HOME=" + root, "LANG=C.UTF-8", "TERM=dumb"}
+	env := []string{"PATH=" + cleanPath, "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb"}
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {
 		keys = append(keys, k)
@@ -74,16 +90,24 @@ func script(root, dir string, req grove.ExecRequest, stdinPath string, timeout t
 		}
 		env = append(env, k+"="+v)
 	}
+	t := shellQuote(tmp)
+	n := strconv.Itoa(maxOut)
 	var b strings.Builder
-	if stdinPath != "" {
-		b.WriteString("exec 0<" + shellQuote(stdinPath) + "; rm -f " + shellQuote(stdinPath) + "; ")
+	b.WriteString("mkdir -p " + t + " || exit 1; ")
+	if stdin {
+		b.WriteString("exec 0<" + t + "/stdin; ")
 	} else {
 		b.WriteString("exec 0</dev/null; ")
 	}
-	b.WriteString("cd " + shellQuote(dir) + " || exit 1; ")
+	q := shellQuote(dir)
+	b.WriteString("[ -e " + q + " ] || { echo " + shellQuote(missingMarker) + " >&2; exit " + strconv.Itoa(missingExit) + "; }; ")
+	b.WriteString("[ -d " + q + " ] || { echo " + shellQuote(notDirMarker) + " >&2; exit " + strconv.Itoa(notDirExit) + "; }; ")
+	b.WriteString("cd " + q + " || exit 1; ")
 	b.WriteString(`r=$(cd ` + shellQuote(root) + ` && pwd -P); case "$(pwd -P)" in "$r"|"$r"/*) ;; *) echo ` +
 		shellQuote(outsideMarker) + ` >&2; exit ` + strconv.Itoa(outsideExit) + `;; esac; `)
-	b.WriteString("exec env -i")
+	b.WriteString("mkfifo " + t + "/e || exit 1; ")
+	b.WriteString("{ stdbuf -o0 head -c " + n + " >&2; wc -c >" + t + "/err.n; } <" + t + "/e & ep=$!; ")
+	b.WriteString("{ env -i")
 	for _, e := range env {
 		b.WriteString(" " + shellQuote(e))
 	}
@@ -92,7 +116,23 @@ func script(root, dir string, req grove.ExecRequest, stdinPath string, timeout t
 	for _, a := range argv {
 		b.WriteString(" " + shellQuote(a))
 	}
+	b.WriteString(" 2>" + t + "/e; echo $? >" + t + "/rc; } | { stdbuf -o0 head -c " + n + "; wc -c >" + t + "/out.n; }; ")
+	b.WriteString(`wait $ep; rc=$(cat ` + t + `/rc); printf '` + statusMarker + ` %s %s %s\n' "$rc" $(cat ` + t + `/out.n) $(cat ` + t + `/err.n) >&2; exit "$rc"`)
 	return "/bin/sh -c " + shellQuote(b.String()), nil
+}
+
+// withoutStatus is stderr without the wrapper's status line, and without
+// any tail that may be the start of one still being written.
+func withoutStatus(stderr string) string {
+	if i := strings.LastIndex(stderr, statusMarker); i >= 0 {
+		return stderr[:i]
+	}
+	for k := min(len(statusMarker)-1, len(stderr)); k > 0; k-- {
+		if strings.HasSuffix(stderr, statusMarker[:k]) {
+			return stderr[:len(stderr)-k]
+		}
+	}
+	return stderr
 }
 
 // confineDir resolves a workspace-relative directory lexically; symlinks
@@ -166,20 +206,29 @@ func (d *Driver) run(ctx context.Context, workspaceID string, req grove.ExecRequ
 		return nil, err
 	}
 	// Validate the request before any remote call.
-	if _, err := script(rt.Spec.WorkDir, dir, req, "", timeout); err != nil {
+	if _, err := script(rt.Spec.WorkDir, "/", dir, req, "/tmp", false, timeout, maxOut); err != nil {
 		return nil, err
 	}
 	if err := d.ensureStarted(ctx, b); err != nil {
 		return nil, err
 	}
-	stdinPath := ""
+	home, err := d.home(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	tmp := "/tmp/" + randomID("grove-exec-")
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		r, err := b.tb.FileSystemAPI.DeleteFile(dctx).Path(tmp).Recursive(true).Execute()
+		_ = mapErr(dctx, "remove exec directory", r, err)
+	}()
 	if len(req.Stdin) > 0 {
-		stdinPath = "/tmp/" + randomID("grove-stdin-")
-		if err := d.upload(ctx, b, stdinPath, req.Stdin); err != nil {
+		if err := d.upload(ctx, b, tmp+"/stdin", req.Stdin); err != nil {
 			return nil, err
 		}
 	}
-	cmd, err := script(rt.Spec.WorkDir, dir, req, stdinPath, timeout)
+	cmd, err := script(rt.Spec.WorkDir, home, dir, req, tmp, len(req.Stdin) > 0, timeout, maxOut)
 	if err != nil {
 		return nil, err
 	}
@@ -223,12 +272,14 @@ func (d *Driver) run(ctx context.Context, workspaceID string, req grove.ExecRequ
 		}
 		return nil
 	}
+	rawErr := ""
 	logs := func(c context.Context) error {
 		l, resp, err := b.tb.ProcessAPI.GetSessionCommandLogs(c, sid, cmdID).Execute()
 		if err := mapErr(c, "command logs", resp, err); err != nil {
 			return err
 		}
-		return deliver(l.Stdout, l.Stderr)
+		rawErr = l.Stderr
+		return deliver(l.Stdout, withoutStatus(l.Stderr))
 	}
 
 	// The sandbox's own timeout kills the command; the driver's deadline
@@ -268,11 +319,26 @@ func (d *Driver) run(ctx context.Context, workspaceID string, req grove.ExecRequ
 		return nil, err
 	}
 	elapsed := time.Since(start)
-	if exit == outsideExit && strings.Contains(string(errs.buf), outsideMarker) {
-		return nil, errorf(grove.ErrPathOutside, "dir %q", req.Dir)
+	for _, m := range []struct {
+		code   int
+		marker string
+		kind   error
+	}{{outsideExit, outsideMarker, grove.ErrPathOutside}, {missingExit, missingMarker, grove.ErrNotFound}, {notDirExit, notDirMarker, grove.ErrInvalid}} {
+		if exit == m.code && strings.Contains(string(errs.buf), m.marker) {
+			return nil, errorf(m.kind, "dir %q: %s", req.Dir, strings.TrimPrefix(m.marker, "grove-daytona: "))
+		}
 	}
 	if (exit == 124 || exit == 137) && elapsed >= timeout {
 		timedOut = true
+	}
+	if i := strings.LastIndex(rawErr, statusMarker); i >= 0 {
+		// The bytes the sandbox's cappers dropped.
+		var rc int
+		var o, e int64
+		if n, _ := fmt.Sscan(rawErr[i+len(statusMarker):], &rc, &o, &e); n == 3 {
+			out.omitted += o
+			errs.omitted += e
+		}
 	}
 	res := &grove.ExecResult{
 		ExitCode: exit, Stdout: out.buf, Stderr: errs.buf, TimedOut: timedOut,
@@ -292,6 +358,21 @@ func (d *Driver) run(ctx context.Context, workspaceID string, req grove.ExecRequ
 		res.Stderr = []byte{}
 	}
 	return res, nil
+}
+
+// download reads an absolute path inside the sandbox through the toolbox
+// files API.
+func (d *Driver) download(ctx context.Context, b *box, p string) ([]byte, error) {
+	file, resp, err := b.tb.FileSystemAPI.DownloadFile(ctx).Path(p).Execute()
+	if err := mapErr(ctx, "download", resp, err); err != nil {
+		return nil, err
+	}
+	defer os.Remove(file.Name())
+	defer file.Close()
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(file)
 }
 
 // upload writes data to an absolute path inside the sandbox through the

@@ -2,8 +2,6 @@ package daytona
 
 import (
 	"context"
-	"io"
-	"os"
 
 	toolbox "github.com/daytonaio/daytona/libs/toolbox-api-client-go"
 
@@ -77,16 +75,7 @@ func (f *Files) ReadFile(ctx context.Context, rel string, max int64) ([]byte, er
 		}
 	}
 	// The generated client saves the body in a temporary file.
-	file, resp, err := b.tb.FileSystemAPI.DownloadFile(ctx).Path(p).Execute()
-	if err := mapErr(ctx, "download", resp, err); err != nil {
-		return nil, err
-	}
-	defer os.Remove(file.Name())
-	defer file.Close()
-	if _, err := file.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return io.ReadAll(file)
+	return f.d.download(ctx, b, p)
 }
 
 func newExecute(cmd string, timeoutSeconds int32) *toolbox.ExecuteRequest {

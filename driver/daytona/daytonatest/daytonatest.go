@@ -59,6 +59,10 @@ type Options struct {
 	// stdout/stderr from sessions (default 0.167.0); older or missing
 	// headers get merged output, as Daytona's daemon does.
 	MinSDKVersion string
+	// HostMounts are host directories bind-mounted at the same path in
+	// every sandbox: only for running driver/drivertest, whose cases
+	// inspect the workspace from the host. Daytona has no such thing.
+	HostMounts []string
 	// Report receives each OpenAPI violation; default t.Errorf.
 	Report func(string)
 }
@@ -511,12 +515,16 @@ func (s *Server) makeContainer(ctx context.Context, b *sandbox) error {
 		return err
 	}
 	b.logDir = dir
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: logMount}}
+	for _, m := range s.opts.HostMounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m, Target: m})
+	}
 	resp, err := s.cli.ContainerCreate(ctx, &container.Config{
 		Image:  s.opts.Image,
 		User:   sandboxUser,
 		Labels: map[string]string{"daytonatest": "1", "daytonatest.sandbox": b.id},
 	}, &container.HostConfig{
-		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: logMount}},
+		Mounts: mounts,
 	}, nil, nil, "daytonatest-"+b.id)
 	if err != nil {
 		return err

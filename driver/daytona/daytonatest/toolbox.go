@@ -48,10 +48,14 @@ func (s *Server) toolboxMux() http.Handler {
 	m.HandleFunc("POST /process/session/{sid}/exec", s.sessionExec)
 	m.HandleFunc("GET /process/session/{sid}/command/{cid}", s.getCommand)
 	m.HandleFunc("GET /process/session/{sid}/command/{cid}/logs", s.commandLogs)
+	m.HandleFunc("GET /user-home-dir", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]string{"dir": "/home/" + sandboxUser})
+	})
 	m.HandleFunc("POST /files/upload", s.upload)
 	m.HandleFunc("GET /files/download", s.download)
 	m.HandleFunc("GET /files/info", s.info)
 	m.HandleFunc("POST /files/folder", s.folder)
+	m.HandleFunc("DELETE /files", s.deleteFile)
 	return m
 }
 
@@ -476,3 +480,23 @@ func (s *Server) folder(w http.ResponseWriter, r *http.Request) {
 }
 
 type hijacked = types.HijackedResponse
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	b := boxOf(r)
+	p := r.URL.Query().Get("path")
+	flag := "-f"
+	if r.URL.Query().Get("recursive") == "true" {
+		flag = "-rf"
+	}
+	_, e, code, err := s.dexec(r.Context(), b, sandboxUser, "", nil, nil, "sh", "-c", `test -e "$2" || test -L "$2" || exit 3; rm `+flag+` -- "$2"`, "_", flag, p)
+	switch {
+	case err != nil:
+		writeErr(w, r, 500, err.Error(), "")
+	case code == 3:
+		writeErr(w, r, 404, "file not found", "FILE_NOT_FOUND")
+	case code != 0:
+		writeErr(w, r, 400, fmt.Sprintf("rm: %s", e), "BAD_REQUEST")
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}

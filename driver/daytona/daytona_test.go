@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -362,6 +363,62 @@ func TestLifecycleAndFaults(t *testing.T) {
 		_, resp, err = b.tb.ProcessAPI.ExecuteCommand(ctx).Request(*newExecute("sleep 5", 1)).Execute()
 		if err := mapErr(ctx, "execute", resp, err); !errors.Is(err, grove.ErrUnavailable) || resp.StatusCode != http.StatusRequestTimeout {
 			t.Fatalf("408: %v", err)
+		}
+	})
+	t.Run("FakeSessionsLikeDaemon", func(t *testing.T) {
+		// The fake's sessions behave like Daytona's: one shell, so cd and
+		// export persist; a duplicate id is 409; logs are split for new
+		// SDK versions and merged text without the version header.
+		_, b, err := d.runtime("w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := b.tb.ProcessAPI
+		if _, err := p.CreateSession(ctx).Request(*newCreateSession("s1")).Execute(); err != nil {
+			t.Fatal(err)
+		}
+		defer p.DeleteSession(ctx, "s1").Execute()
+		if resp, err := p.CreateSession(ctx).Request(*newCreateSession("s1")).Execute(); !errors.Is(mapErr(ctx, "x", resp, err), grove.ErrConflict) {
+			t.Fatalf("duplicate session: %v", err)
+		}
+		sync := func(cmd string) (string, string) {
+			r := newSessionExec(cmd)
+			r.SetRunAsync(false)
+			res, _, err := p.SessionExecuteCommand(ctx, "s1").Request(*r).Execute()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.GetStdout(), res.GetStderr()
+		}
+		sync("cd /tmp && export GROVE_X=42")
+		if o, e := sync("pwd; echo $GROVE_X; echo oops >&2"); o != "/tmp\n42\n" || e != "oops\n" {
+			t.Fatalf("session state: %q %q", o, e)
+		}
+		r := newSessionExec("echo a; echo b >&2")
+		res, _, err := p.SessionExecuteCommand(ctx, "s1").Request(*r).Execute()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			c, _, err := p.GetSessionCommand(ctx, "s1", res.CmdId).Execute()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ExitCode != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		req, _ := http.NewRequest(http.MethodGet, b.tbURL+"/process/session/s1/command/"+res.CmdId+"/logs", nil)
+		req.Header.Set("Authorization", "Bearer k1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") || string(body) != "a\nb\n" {
+			t.Fatalf("logs without SDK version: %s %q", resp.Header.Get("Content-Type"), body)
 		}
 	})
 	t.Run("WrongKey", func(t *testing.T) {

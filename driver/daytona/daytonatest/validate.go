@@ -103,9 +103,19 @@ func (v *validator) wrap(next http.Handler) http.Handler {
 		body := rec.Body.Bytes()
 		// Faults injected by the test (429, 5xx) are outside the document.
 		if rec.Header().Get(faultHeader) == "" {
+			opts := filterOptions
+			if route.Operation != nil && route.Operation.OperationID == "GetSessionCommandLogs" &&
+				strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
+				// The document gives the plain-text logs old SDKs get the
+				// JSON object's schema, which no text can match: check the
+				// status only.
+				o := *filterOptions
+				o.ExcludeResponseBody = true
+				opts = &o
+			}
 			out := &openapi3filter.ResponseValidationInput{
 				RequestValidationInput: in, Status: rec.Code, Header: rec.Header(),
-				Body: ioNopCloser(bytes.NewReader(body)), Options: filterOptions,
+				Body: ioNopCloser(bytes.NewReader(body)), Options: opts,
 			}
 			if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 				v.report(fmt.Sprintf("%s: response %d to %s %s violates the OpenAPI document: %v", v.name, rec.Code, r.Method, r.URL.Path, err))

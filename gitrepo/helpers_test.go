@@ -1,16 +1,16 @@
 package gitrepo
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/grove-dev/grove/internal/testenv"
 )
 
 // testGit runs git for test fixtures, isolated from the host's config the
@@ -72,31 +72,13 @@ func writeFile(t testing.TB, path, content string) {
 	}
 }
 
-// logBuffer captures slog output for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func newTestGit(t testing.TB) (*Git, *logBuffer) {
-	logs := &logBuffer{}
+func newTestGit(t testing.TB) (*Git, *testenv.Buffer) {
+	logs := &testenv.Buffer{}
 	return &Git{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, logs
 }
 
 // gitCalls counts logged git invocations whose first argument is sub.
-func gitCalls(logs *logBuffer, sub string) int {
+func gitCalls(logs *testenv.Buffer, sub string) int {
 	return strings.Count(logs.String(), "args=\"["+sub+" ") + strings.Count(logs.String(), "args=["+sub+" ")
 }
 

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/grove-dev/grove/client"
 	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/internal/testenv"
 	"github.com/grove-dev/grove/tools"
 )
 
@@ -149,28 +149,10 @@ func TestGitTokenHeaderClones(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the server writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A client that goes away is not a server error: the access log says 499
 // and nothing is logged at ERROR.
 func TestClientDisconnectIsCancellation(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.Buffer
 	f := newFixture(t, httpapi.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	id := f.acquire(t, f.alice, "gone")
 	for _, tc := range []struct{ path, body string }{

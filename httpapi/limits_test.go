@@ -24,6 +24,7 @@ import (
 	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/internal/testenv"
 	"github.com/grove-dev/grove/provider/local"
 	"github.com/grove-dev/grove/store/memory"
 	"github.com/grove-dev/grove/tools"
@@ -39,7 +40,7 @@ type limitsServer struct {
 	alice, bob string
 	aliceWS    string
 	bobWS      string
-	log        *syncBuffer
+	log        *testenv.Buffer
 }
 
 func newLimitsServer(t *testing.T, opt httpapi.Options) *limitsServer {
@@ -58,7 +59,7 @@ func newLimitsServer(t *testing.T, opt httpapi.Options) *limitsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := &limitsServer{keys: &auth.Keys{Store: st}, log: &syncBuffer{}}
+	ls := &limitsServer{keys: &auth.Keys{Store: st}, log: &testenv.Buffer{}}
 	ctx := context.Background()
 	_, ls.alice, _ = ls.keys.Create(ctx, "alice", false)
 	_, ls.bob, _ = ls.keys.Create(ctx, "bob", false)

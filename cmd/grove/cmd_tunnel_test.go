@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/auth"
 	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/internal/testenv"
 	"github.com/grove-dev/grove/tools"
 	"github.com/grove-dev/grove/tunnel"
 )
@@ -40,10 +39,10 @@ func TestTunnelCommand(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 
-	start := func(key string, args ...string) (*exec.Cmd, *lockedBuffer) {
+	start := func(key string, args ...string) (*exec.Cmd, *testenv.Buffer) {
 		cmd := exec.Command(os.Args[0], append([]string{"tunnel", "--server", srv.URL, "--dir", dir}, args...)...)
 		cmd.Env = append(os.Environ(), "GROVE_CLI_MAIN=1", "GROVE_API_KEY="+key)
-		var errb lockedBuffer
+		var errb testenv.Buffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -113,22 +112,4 @@ func TestTunnelCommand(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("the call outlived its agent by a second")
 	}
-}
-
-// lockedBuffer is a stderr the child's copier writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,12 +1,10 @@
 package pglock
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,23 +12,6 @@ import (
 
 	"github.com/grove-dev/grove/internal/testenv"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLostLock kills the session holding a lock, as a server restart or a
 // long partition would: the server frees the key for others, and the
@@ -40,7 +21,7 @@ func TestLostLock(t *testing.T) {
 	testenv.Require(t, "postgres", dsn != "", "GROVE_TEST_POSTGRES_DSN is not set")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var logs syncBuffer
+	var logs testenv.Buffer
 	holder, err := Open(ctx, dsn, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

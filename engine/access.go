@@ -134,5 +134,8 @@ func (m *accessMemo) remember(k accessKey, now time.Time, ttl time.Duration) {
 			}
 		}
 	}
+	if _, known := m.ok[k]; !known && len(m.ok) >= maxAccessEntries {
+		return // full of fresh entries: this one is checked again next time
+	}
 	m.ok[k] = now
 }

@@ -253,15 +253,6 @@ func (e *Engine) materialise(ctx context.Context, cache *grove.RepoCache, ws *gr
 // ensureCache returns the cache record of remote, cloning or fetching under
 // the repo's exclusive lock. The caller has run checkAccess for user.
 func (e *Engine) ensureCache(ctx context.Context, user string, remote gitrepo.Remote, ref, token string, refresh bool) (*grove.RepoCache, error) {
-	var gitConfig [][2]string
-	if grove.IsRemoteCaller(ctx) {
-		// Resolved and pinned here, right before git runs.
-		cfg, err := e.sources.FetchConfig(ctx, remote)
-		if err != nil {
-			return nil, err
-		}
-		gitConfig = cfg
-	}
 	if token == "" && !remote.Local && e.cfg.Credentials != nil {
 		// Clone and fetch use the credential chain too (App, the user's
 		// OAuth token, env); the token lives for this call only.
@@ -280,6 +271,22 @@ func (e *Engine) ensureCache(ctx context.Context, user string, remote gitrepo.Re
 	isNew := errors.Is(err, grove.ErrNotFound)
 	if err != nil && !isNew {
 		return nil, err
+	}
+	var gitConfig [][2]string
+	if grove.IsRemoteCaller(ctx) {
+		// The fetch goes to the cache's URL, which the first caller chose
+		// (another spelling of the same repository may share the cache):
+		// that URL is what must pass the source rules, resolved and pinned
+		// here, right before git runs.
+		target := remote
+		if !isNew {
+			if target, err = e.parseRepo(ctx, c.URL); err != nil {
+				return nil, err
+			}
+		}
+		if gitConfig, err = e.sources.FetchConfig(ctx, target); err != nil {
+			return nil, err
+		}
 	}
 	now := e.now().UTC()
 	if isNew {

@@ -184,6 +184,13 @@ func (p *SourcePolicy) CheckHost(r Remote) error {
 	if err != nil {
 		return err
 	}
+	if e.scheme != "https" && e.scheme != "http" {
+		// ssh would authenticate as the server's own account (OpenSSH finds
+		// ~/.ssh through the password database, whatever HOME says), and
+		// git:// has no authentication at all: neither can show that the
+		// caller may read the repository.
+		return grove.Errorf(grove.ErrForbidden, "API callers name repositories over https (their token travels with the request); %s URLs are for the server's own command line", e.scheme)
+	}
 	ok, explicit := p.allowed(e)
 	if !ok {
 		return errHostNotAllowed(e)

@@ -124,8 +124,10 @@ func TestSourcePolicyHosts(t *testing.T) {
 	}{
 		{pol, "owner/repo", nil, "github.com:443:140.82.112.3"},
 		{pol, "https://github.com/o/r", nil, "github.com:443:140.82.112.3"},
-		{pol, "git@github.com:o/r", nil, ""},
-		{pol, "ssh://git@github.com/o/r", nil, ""},
+		// ssh would run as the server's own identity: refused for API
+		// callers even to the platform host.
+		{pol, "git@github.com:o/r", grove.ErrForbidden, ""},
+		{pol, "ssh://git@github.com/o/r", grove.ErrForbidden, ""},
 		{pol, "https://mirror.example/o/r", nil, ""},              // listed: any address
 		{pol, "https://mirror.example:444/o/r", nil, ""},          // listed without port: any port
 		{pol, "https://git.internal:8443/o/r", nil, ""},           // listed with its port

@@ -132,7 +132,7 @@ func runCommand(ctx context.Context, c *call, in RunCommandInput, procs *process
 		if in.TimeoutS == 0 {
 			req.Timeout = maxTimeout
 		}
-		id, err := procs.start(callerFrom(ctx).Bind, c.svc, c.ws, in.Command, req)
+		id, err := procs.start(callerFrom(ctx), c.svc, c.ws, in.Command, req)
 		if err != nil {
 			return RunCommandOutput{}, "", err
 		}

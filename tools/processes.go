@@ -20,6 +20,7 @@ type processes struct {
 	mu       sync.Mutex
 	max      int
 	perWS    int
+	perUser  int
 	byID     map[string]*process
 	ctx      context.Context
 	stop     context.CancelFunc
@@ -33,6 +34,7 @@ const maxUnread = 256 << 10
 
 type process struct {
 	id, ws  string
+	user    string
 	command string
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -44,20 +46,26 @@ type process struct {
 	err            error
 }
 
-func newProcesses(max, perWS int) *processes {
+func newProcesses(max, perWS, perUser int) *processes {
 	if max <= 0 {
-		max = 32
+		max = 64
 	}
 	if perWS <= 0 {
 		perWS = 4
 	}
+	if perUser <= 0 {
+		perUser = 8
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &processes{max: max, perWS: perWS, byID: map[string]*process{}, ctx: ctx, stop: stop}
+	return &processes{max: max, perWS: perWS, perUser: perUser, byID: map[string]*process{}, ctx: ctx, stop: stop}
 }
 
-// start runs a background process. bind (see Caller.Bind; may be nil)
-// ties it to its caller's key, so it dies when the key is revoked.
-func (ps *processes) start(bind func(context.Context) (context.Context, context.CancelFunc), svc grove.Service, ws, command string, req grove.ExecRequest) (string, error) {
+// start runs a background process for caller. caller.Bind (may be nil)
+// ties it to the caller's key, so it dies when the key is revoked; caller's
+// user counts against the per-user bound, so one user cannot take the
+// whole table from the others.
+func (ps *processes) start(caller Caller, svc grove.Service, ws, command string, req grove.ExecRequest) (string, error) {
+	bind := caller.Bind
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -68,19 +76,30 @@ func (ps *processes) start(bind func(context.Context) (context.Context, context.
 		delete(ps.byID, ps.finished[0].id)
 		ps.finished = ps.finished[1:]
 	}
-	n := 0
+	n, mine := 0, 0
 	for _, p := range ps.byID {
 		if p.ws == ws {
 			n++
 		}
+		if p.user == caller.User {
+			mine++
+		}
 	}
-	if len(ps.byID) >= ps.max || n >= ps.perWS {
-		return "", &Error{Code: "E_RESOURCE_LIMIT", Msg: fmt.Sprintf("too many background processes (%d in this workspace, at most %d)", n, ps.perWS),
+	full := func(msg string) error {
+		return &Error{Code: "E_RESOURCE_LIMIT", Msg: msg,
 			Hint: "kill one with process_io kill=true, or poll finished ones to release them", Err: grove.ErrResourceLimit}
+	}
+	switch {
+	case n >= ps.perWS:
+		return "", full(fmt.Sprintf("too many background processes in this workspace (%d, at most %d)", n, ps.perWS))
+	case mine >= ps.perUser:
+		return "", full(fmt.Sprintf("too many background processes of yours (%d, at most %d)", mine, ps.perUser))
+	case len(ps.byID) >= ps.max:
+		return "", full(fmt.Sprintf("the server runs its most background processes (%d); try again later", ps.max))
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	p := &process{id: "proc_" + hex.EncodeToString(b[:]), ws: ws, command: command, done: make(chan struct{})}
+	p := &process{id: "proc_" + hex.EncodeToString(b[:]), ws: ws, user: caller.User, command: command, done: make(chan struct{})}
 	ctx, stop := context.WithCancel(ps.ctx)
 	cancel := stop
 	if bind != nil {

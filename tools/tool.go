@@ -78,15 +78,17 @@ type Toolset struct {
 
 // Options tune a Toolset.
 type Options struct {
-	// MaxProcesses bounds background processes in total (default 32) and
+	// MaxProcesses bounds background processes in total (default 64),
+	// MaxProcessesPerUser per caller (default 8) and
 	// MaxProcessesPerWorkspace per workspace (default 4).
 	MaxProcesses             int
+	MaxProcessesPerUser      int
 	MaxProcessesPerWorkspace int
 }
 
 // New builds the catalog.
 func New(opt Options) *Toolset {
-	ts := &Toolset{byName: map[string]*Tool{}, procs: newProcesses(opt.MaxProcesses, opt.MaxProcessesPerWorkspace)}
+	ts := &Toolset{byName: map[string]*Tool{}, procs: newProcesses(opt.MaxProcesses, opt.MaxProcessesPerWorkspace, opt.MaxProcessesPerUser)}
 	for _, t := range ts.definitions() {
 		ts.tools = append(ts.tools, t)
 		ts.byName[t.Name] = t

@@ -134,6 +134,9 @@ func (g *Git) ReceiveBundle(ctx context.Context, workPath, bundlePath, src, dst,
 	if got != want {
 		return grove.Errorf(grove.ErrInvalid, "workspace bundle names %s, expected %s", got, want)
 	}
+	if len(prereqs) > maxPrerequisites {
+		return grove.Errorf(grove.ErrInvalid, "workspace bundle names %d prerequisite commits, more than %d", len(prereqs), maxPrerequisites)
+	}
 	for _, p := range prereqs {
 		if !g.HasCommit(ctx, workPath, p) {
 			return grove.Errorf(grove.ErrInvalid, "workspace bundle needs commit %s, which Grove does not hold", p)
@@ -253,6 +256,10 @@ func migratePacks(from, to string) error {
 	}
 	return nil
 }
+
+// maxPrerequisites bounds the boundary commits a bundle may name (each
+// costs a host git process to check); an agent's work has a handful.
+const maxPrerequisites = 1000
 
 // HasCommit reports whether the repository at gitDir (with its alternates)
 // holds commit sha.

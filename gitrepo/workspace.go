@@ -26,6 +26,10 @@ type WorkspaceOptions struct {
 	// work is put back as uncommitted changes on top of the checkout, if
 	// it exists; it is deleted once restored.
 	Restore string
+	// MaxFiles and MaxBytes bound what the checkout (and a restored
+	// snapshot) may write: the entries and bytes of the tree, counted
+	// before git writes anything (0: the defaults).
+	MaxFiles, MaxBytes int64
 }
 
 // CreateWorkspace makes the workspace repository dir from the bare cache at
@@ -115,6 +119,9 @@ func (g *Git) CreateWorkspace(ctx context.Context, barePath, dir string, opt Wor
 		return "", grove.Errorf(grove.ErrUnavailable, "create workspace: %v", err)
 	}
 	env := workEnv(tmp)
+	if err := g.checkTree(ctx, tmp, sha, opt.MaxFiles, opt.MaxBytes); err != nil {
+		return "", err
+	}
 	if opt.Branch == "" {
 		_, err = g.run(ctx, call{args: []string{"checkout", "--quiet", "--detach", sha, "--"}, dir: tmp, env: env})
 	} else {
@@ -169,6 +176,9 @@ func (g *Git) restoreSnapshot(ctx context.Context, tmp string, opt WorkspaceOpti
 	}
 	snap, err := g.LookupRef(ctx, opt.WorkRepo, opt.Restore)
 	if err != nil || snap == "" {
+		return "", err
+	}
+	if err := g.checkTree(ctx, tmp, snap, opt.MaxFiles, opt.MaxBytes); err != nil {
 		return "", err
 	}
 	env := workEnv(tmp)

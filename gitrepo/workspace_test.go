@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -271,5 +272,46 @@ func TestStaleLocksAndDiskUsage(t *testing.T) {
 	}
 	if n := DiskUsage(dir); n <= 0 || n > 10<<20 {
 		t.Errorf("DiskUsage = %d", n)
+	}
+}
+
+// A tree that lists one subtree many times, many levels deep, is a few
+// hundred bytes of objects and millions of files on checkout: the host
+// refuses it before writing anything.
+func TestCreateWorkspaceRefusesATreeBomb(t *testing.T) {
+	requireGit(t)
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "bomb")
+	testGit(t, "", "init", "-q", "-b", "main", src)
+	blob := strings.TrimSpace(testGitIn(t, src, "x\n", "hash-object", "-w", "--stdin"))
+	var listing strings.Builder
+	for i := 0; i < 8; i++ {
+		fmt.Fprintf(&listing, "100644 blob %s\tf%d\n", blob, i)
+	}
+	tree := strings.TrimSpace(testGitIn(t, src, listing.String(), "mktree"))
+	for level := 0; level < 3; level++ { // 8 files, then ×8 per level: 4096 files
+		listing.Reset()
+		for i := 0; i < 8; i++ {
+			fmt.Fprintf(&listing, "040000 tree %s\td%d\n", tree, i)
+		}
+		tree = strings.TrimSpace(testGitIn(t, src, listing.String(), "mktree"))
+	}
+	commit := strings.TrimSpace(testGitIn(t, src, "bomb\n", "commit-tree", tree))
+	testGit(t, src, "update-ref", "refs/heads/main", commit)
+	bare := filepath.Join(t.TempDir(), "cache", ".bare")
+	testGit(t, "", "clone", "-q", "--bare", src, bare)
+
+	g := &Git{}
+	ws := filepath.Join(filepath.Dir(bare), "worktrees", "w")
+	_, err := g.CreateWorkspace(ctx, bare, ws, WorkspaceOptions{Branch: "agent/x", MaxFiles: 1000})
+	if !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("checkout of a 4096-file tree under a 1000-file bound: %v", err)
+	}
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Fatalf("a workspace was left behind: %v", err)
+	}
+	// Within the bound the same tree checks out.
+	if _, err := g.CreateWorkspace(ctx, bare, ws, WorkspaceOptions{Branch: "agent/x", MaxFiles: 5000}); err != nil {
+		t.Fatal(err)
 	}
 }

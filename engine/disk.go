@@ -47,6 +47,12 @@ type DiskPolicy struct {
 	Root string
 	// FreeBytes measures free space; nil uses statfs(Root). Tests inject it.
 	FreeBytes func() (uint64, error)
+	// ReserveInodes is the free inodes kept for Grove, like Reserve for
+	// bytes (a tree of empty files exhausts inodes long before blocks).
+	// 0 means 100,000.
+	ReserveInodes uint64
+	// FreeInodes measures free inodes; nil uses statfs(Root).
+	FreeInodes func() (uint64, error)
 	// Interval is how often the watchdog checks free space while a
 	// mutating command runs (0: 250ms); the workspace's size is measured
 	// every eighth check.
@@ -74,6 +80,25 @@ func (p *DiskPolicy) defaults() {
 	}
 	if p.Interval <= 0 {
 		p.Interval = 250 * time.Millisecond
+	}
+	if p.ReserveInodes == 0 {
+		p.ReserveInodes = 100_000
+	}
+	if p.FreeInodes == nil {
+		root := p.Root
+		p.FreeInodes = func() (uint64, error) {
+			if root == "" {
+				return ^uint64(0), nil
+			}
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(root, &st); err != nil {
+				return 0, err
+			}
+			if st.Files == 0 {
+				return ^uint64(0), nil // a filesystem without an inode table (btrfs): no such limit
+			}
+			return st.Ffree, nil
+		}
 	}
 	if p.FreeBytes == nil {
 		root := p.Root
@@ -107,6 +132,9 @@ func (e *Engine) diskLow() error {
 	}
 	if free < e.disk.Reserve {
 		return grove.Errorf(grove.ErrResourceLimit, "the server's disk has %s free, under the %s kept for Grove itself; writes are paused until space is freed (delete files or destroy workspaces)", bytesText(free), bytesText(e.disk.Reserve))
+	}
+	if inodes, err := e.disk.FreeInodes(); err == nil && inodes < e.disk.ReserveInodes {
+		return grove.Errorf(grove.ErrResourceLimit, "the server's disk has %d free inodes, under the %d kept for Grove itself; writes are paused until files are deleted", inodes, e.disk.ReserveInodes)
 	}
 	return nil
 }

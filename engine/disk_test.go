@@ -196,3 +196,24 @@ func TestCacheCountBounded(t *testing.T) {
 		t.Fatalf("a new workspace on the existing cache: %v", err)
 	}
 }
+
+// Free inodes have a reserve too: a tree of empty files exhausts them long
+// before the blocks.
+func TestDiskInodeReserve(t *testing.T) {
+	var inodes atomic.Uint64
+	inodes.Store(1 << 20)
+	f := newFixture(t, fixtureOpt{disk: engine.DiskPolicy{ReserveInodes: 1000,
+		FreeBytes:  func() (uint64, error) { return 100 << 30, nil },
+		FreeInodes: func() (uint64, error) { return inodes.Load(), nil }}})
+	ws, _, err := f.eng.Acquire(bg, editReq(sourceRepo(t), "i"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes.Store(10)
+	if err := f.eng.WriteFile(bg, ws.ID, "x.txt", []byte("x")); !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("write with no inodes to spare: %v", err)
+	}
+	if err := f.eng.Ready(bg); !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("readiness with no inodes to spare: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/internal/dirsize"
 )
 
 // WorkspaceOptions say what a new workspace checks out.
@@ -264,23 +265,12 @@ func (g *Git) RemoveWorkspace(ctx context.Context, dir string) error {
 	return removeAside(dir)
 }
 
-// DiskUsage is the apparent size in bytes of everything under dir (objects
-// borrowed from the cache are not counted: they are not under dir).
-func DiskUsage(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // vanished or unreadable entries do not stop the count
-		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
+// DiskUsage is the disk the tree at dir takes: allocated blocks of every
+// inode plus a charge per inode (internal/dirsize), measured without ever
+// following a link or leaving the filesystem — agent code may swap any
+// directory for a symlink while the walk runs. Objects borrowed from the
+// cache are not counted: they are not under dir.
+func DiskUsage(dir string) int64 { return dirsize.Of(dir).Bytes }
 
 // staleLockAge is how old a git lock file must be before start-up
 // reconcile may call it stale: git holds them for milliseconds.

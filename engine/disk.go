@@ -116,13 +116,6 @@ func (p *DiskPolicy) defaults() {
 	}
 }
 
-// errDiskLow and errOverQuota are the causes the watchdog stops a command
-// with; they become grove.ErrResourceLimit errors for the caller.
-var (
-	errDiskLow   = errors.New("disk low")
-	errOverQuota = errors.New("over quota")
-)
-
 // diskLow reports a grove.ErrResourceLimit error when the disk's free
 // space is below the reserve.
 func (e *Engine) diskLow() error {
@@ -218,12 +211,12 @@ func (e *Engine) watchdog(ctx context.Context, ws *grove.Workspace, fn func(ctx 
 			case <-t.C:
 			}
 			if err := e.diskLow(); err != nil {
-				cancel(fmt.Errorf("%w: %w", errDiskLow, err))
+				cancel(err)
 				return
 			}
 			if n%8 == 0 {
 				if err := e.overQuota(ctx, ws); err != nil {
-					cancel(fmt.Errorf("%w: %w", errOverQuota, err))
+					cancel(err)
 					return
 				}
 			}
@@ -232,25 +225,13 @@ func (e *Engine) watchdog(ctx context.Context, ws *grove.Workspace, fn func(ctx 
 	err := fn(ctx)
 	close(done)
 	<-stopped
-	if cause := context.Cause(ctx); errors.Is(cause, errDiskLow) || errors.Is(cause, errOverQuota) {
+	// The watchdog's causes are the only resource-limit errors a command's
+	// context can end with.
+	if cause := context.Cause(ctx); errors.Is(cause, grove.ErrResourceLimit) {
 		e.log.Warn("command stopped by the disk watchdog", "workspace", ws.ID, "cause", cause)
-		var gerr error = cause
-		return fmt.Errorf("command stopped: %w", unwrapKind(gerr))
+		return fmt.Errorf("command stopped: %w", cause)
 	}
 	return err
-}
-
-// unwrapKind returns the grove error inside a watchdog cause.
-func unwrapKind(cause error) error {
-	var joined interface{ Unwrap() []error }
-	if errors.As(cause, &joined) {
-		for _, e := range joined.Unwrap() {
-			if errors.Is(e, grove.ErrResourceLimit) {
-				return e
-			}
-		}
-	}
-	return cause
 }
 
 // checkNewCache refuses a new repo cache past MaxCaches or below the

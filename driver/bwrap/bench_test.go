@@ -3,14 +3,12 @@ package bwrap
 import (
 	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
-	"github.com/grove-dev/grove/driver/internal/procexec"
 	"github.com/grove-dev/grove/internal/testenv"
 )
 
@@ -30,7 +28,6 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 	defer d.Close()
 	b.Logf("cgroups in use: %v", d.cgroups != nil)
-	args := d.args(spec, spec.WorkDir, procexec.Env(sandboxHome, nil), []string{"true"})
 	groveOnce := func(b *testing.B) {
 		res, err := d.Exec(ctx, "bench", grove.ExecRequest{Argv: []string{"true"}})
 		if err != nil || res.ExitCode != 0 {
@@ -40,13 +37,11 @@ func BenchmarkExecTrue(b *testing.B) {
 	// The raw launch has the same flags, the seccomp filter on fd 5
 	// included (and, as root, the same setpriv).
 	rawOnce := func(b *testing.B) {
-		filter, err := filterFile(d.seccomp)
+		cmd, done, err := d.RawCommand("bench", []string{"true"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer filter.Close()
-		cmd := exec.Command(d.bin, args...)
-		cmd.ExtraFiles = []*os.File{nil, nil, filter}
+		defer done()
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}

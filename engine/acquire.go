@@ -240,6 +240,10 @@ func (e *Engine) materialise(ctx context.Context, cache *grove.RepoCache, ws *gr
 			return nil, err
 		}
 		ws.HeadSHA = head
+		// New files: the runtime must be set up for them again (a root
+		// bwrap hands a writable tree to the sandbox's uid at Create).
+		e.runtimes.Delete(ws.ID)
+		e.forget(ws.ID)
 	}
 	ws.State = grove.WorkspaceReady
 	ws.UpdatedAt = e.now().UTC()

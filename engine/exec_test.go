@@ -314,3 +314,32 @@ func TestDeletedWorkspaceIsBrokenNotReady(t *testing.T) {
 		t.Fatalf("status after the rebuild: %v", err)
 	}
 }
+
+// A workspace rebuilt in place (its files were lost, the key acquired
+// again) is set up for its runtime anew: on a root bwrap server its tree
+// must be handed to the sandbox's uid again, or commands could not write.
+func TestRebuiltWorkspaceIsWritableInItsSandbox(t *testing.T) {
+	drv := trustRuntimes(t)["bwrap"](t)
+	f := newFixture(t, fixtureOpt{drv: drv})
+	src := sourceRepo(t)
+	ws, _, err := f.eng.Acquire(bg, editReq(src, "rebuilt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := grove.ExecRequest{Shell: "echo x > made-in-sandbox.txt"}
+	if res, err := f.eng.Exec(bg, ws.ID, write); err != nil || res.ExitCode != 0 {
+		t.Fatalf("first write: %v %+v", err, res)
+	}
+	if err := os.RemoveAll(ws.LocalPath); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.eng.Reconcile(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.eng.Acquire(bg, editReq(src, "rebuilt")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.eng.Exec(bg, ws.ID, write); err != nil || res.ExitCode != 0 {
+		t.Fatalf("write after the rebuild: %v %+v\n%s", err, res, res.Stderr)
+	}
+}

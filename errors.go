@@ -35,6 +35,15 @@ var (
 	// is configured, so pull requests cannot be made. It is a kind of
 	// ErrNotSupported for callers that only know the general kinds.
 	ErrPlatformNotConfigured = fmt.Errorf("git platform not configured: %w", ErrNotSupported)
+	// ErrDebugAdapterUnavailable: the debug adapter a session needs cannot
+	// be launched here (not installed, or installed but failing its
+	// probe). It wraps ErrNotInstalled. Its code's lower-case form,
+	// debug_adapter_unavailable, is the name the hand-off gives it.
+	ErrDebugAdapterUnavailable = fmt.Errorf("debug adapter unavailable: %w", ErrNotInstalled)
+	// ErrNotPaused: a debug operation that needs a stopped program (a
+	// snapshot, a step, an evaluation in a frame) found it running. It
+	// wraps ErrConflict.
+	ErrNotPaused = fmt.Errorf("program is running, not paused: %w", ErrConflict)
 )
 
 // kinds lists every kind with its stable code, in the order KindOf checks
@@ -49,9 +58,11 @@ var kinds = []struct {
 	{ErrIsDirectory, "E_IS_DIRECTORY"},
 	{ErrBinaryFile, "E_BINARY_FILE"},
 	{ErrTooLarge, "E_TOO_LARGE"},
-	{ErrNotInstalled, "E_NOT_INSTALLED"},
 	{ErrNothingToCommit, "E_NOTHING_TO_COMMIT"},
 	{ErrPlatformNotConfigured, "E_PLATFORM_NOT_CONFIGURED"},
+	{ErrDebugAdapterUnavailable, "E_DEBUG_ADAPTER_UNAVAILABLE"},
+	{ErrNotPaused, "E_NOT_PAUSED"},
+	{ErrNotInstalled, "E_NOT_INSTALLED"},
 	{ErrNotFound, "E_NOT_FOUND"},
 	{ErrConflict, "E_CONFLICT"},
 	{ErrInvalid, "E_INVALID_ARGUMENT"},

@@ -20,13 +20,6 @@ import (
 	"github.com/grove-dev/grove/fsops"
 )
 
-// The routes a local agent serves. Nothing else is callable.
-const (
-	RouteExecute = "/api/terminal/execute"
-	RouteRead    = "/api/fs/read"
-	RouteWrite   = "/api/fs/write"
-)
-
 // Limits of the local routes.
 const (
 	MaxFileBytes   = 8 << 20 // fs/read and fs/write content
@@ -105,26 +98,6 @@ func decode(payload json.RawMessage, v any) error {
 		return grove.Errorf(grove.ErrInvalid, "payload: %s", clip(err.Error(), 200))
 	}
 	return nil
-}
-
-// ExecRequest is /api/terminal/execute's payload: argv, or shell (run by
-// /bin/sh -c), never both.
-type ExecRequest struct {
-	Argv      []string `json:"argv,omitempty"`
-	Shell     string   `json:"shell,omitempty"`
-	Cwd       string   `json:"cwd,omitempty"` // relative to the directory
-	TimeoutMS int64    `json:"timeout_ms,omitempty"`
-}
-
-// ExecResult is its result. The command completed when its process
-// exited; output, or its absence, plays no part.
-type ExecResult struct {
-	ExitCode   int    `json:"exit_code"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	DurationMS int64  `json:"duration_ms"`
-	TimedOut   bool   `json:"timed_out"`
-	Truncated  bool   `json:"truncated,omitempty"`
 }
 
 func (l *Local) execute(ctx context.Context, payload json.RawMessage) (any, error) {
@@ -239,20 +212,6 @@ func (c *capBuffer) String() string {
 	return strings.ToValidUTF8(c.b.String(), "\uFFFD")
 }
 
-// ReadRequest is /api/fs/read's payload.
-type ReadRequest struct {
-	Path string `json:"path"`
-}
-
-// FileContent is a file's content: UTF-8 text as it is, anything else in
-// base64.
-type FileContent struct {
-	Path     string `json:"path"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding"` // "utf-8" or "base64"
-	Size     int    `json:"size"`
-}
-
 func (l *Local) read(ctx context.Context, payload json.RawMessage) (any, error) {
 	var req ReadRequest
 	if err := decode(payload, &req); err != nil {
@@ -262,19 +221,11 @@ func (l *Local) read(ctx context.Context, payload json.RawMessage) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	fc := FileContent{Path: req.Path, Size: len(b), Encoding: "utf-8", Content: string(b)}
+	fc := ReadResult{Path: req.Path, Size: int64(len(b)), Encoding: "utf-8", Content: string(b)}
 	if !utf8.Valid(b) {
 		fc.Encoding, fc.Content = "base64", base64.StdEncoding.EncodeToString(b)
 	}
 	return fc, nil
-}
-
-// WriteRequest is /api/fs/write's payload. Encoding is "utf-8" (default)
-// or "base64".
-type WriteRequest struct {
-	Path     string `json:"path"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding,omitempty"`
 }
 
 func (l *Local) write(ctx context.Context, payload json.RawMessage) (any, error) {
@@ -302,5 +253,5 @@ func (l *Local) write(ctx context.Context, payload json.RawMessage) (any, error)
 	if err := l.fs.WriteFile(req.Path, data, 0o644); err != nil {
 		return nil, err
 	}
-	return map[string]any{"path": req.Path, "bytes": len(data)}, nil
+	return WriteResult{Path: req.Path, Bytes: len(data)}, nil
 }

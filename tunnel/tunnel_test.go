@@ -453,7 +453,7 @@ func TestReadOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o644)
 	e.agent(dir, "ro", true, nil)
 	r := e.call(aliceKey, "ro", tunnel.RouteRead, tunnel.ReadRequest{Path: "a.txt"}, 5000)
-	var fc tunnel.FileContent
+	var fc tunnel.ReadResult
 	if json.Unmarshal(r.resp.Result, &fc); !r.resp.Success || fc.Content != "hello" {
 		t.Fatalf("read: %+v", r.resp)
 	}
@@ -499,7 +499,7 @@ func TestFilesConfined(t *testing.T) {
 	}
 	bin := e.call(aliceKey, "proj", tunnel.RouteWrite, tunnel.WriteRequest{Path: "bin", Content: "/w==", Encoding: "base64"}, 5000)
 	rb := e.call(aliceKey, "proj", tunnel.RouteRead, tunnel.ReadRequest{Path: "bin"}, 5000)
-	var fc tunnel.FileContent
+	var fc tunnel.ReadResult
 	json.Unmarshal(rb.resp.Result, &fc)
 	if !bin.resp.Success || fc.Encoding != "base64" || fc.Content != "/w==" {
 		t.Fatalf("binary round trip: %+v %+v", bin.resp, fc)

@@ -34,6 +34,10 @@ const (
 	TypePing         = "ping"          // either way; answered with pong
 	TypePong         = "pong"
 	TypeError        = "error" // server → agent, then the server closes: registration refused
+	// TypeCancel (server → agent, correlation_id): the caller gave up; the
+	// agent cancels the handler's context (a command's process group is
+	// killed) and still answers the call with its one tool_response.
+	TypeCancel = "cancel"
 )
 
 // Message is one frame of the protocol: a JSON object whose type says

@@ -5,7 +5,8 @@
 #   ./scripts/test.sh              everything
 #   FUZZTIME=0 ./scripts/test.sh   skip fuzzing
 #
-# Tests that need bubblewrap, ripgrep, Docker, Postgres or Redis skip when
+# Tests that need bubblewrap, ripgrep, Docker, Postgres, Redis, tmux or a
+# debugger skip when
 # the component is missing, unless GROVE_TEST_REQUIRE names it (CI does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,11 @@ command -v redis-server >/dev/null || need+=(redis-server redis-tools)
 # The sandbox sees only the system's /usr: tests run Debian's python3 there.
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v setpriv >/dev/null || need+=(util-linux)
+# Debugging (issue 12): compilers and the debug adapters the DAP tests drive.
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+command -v tmux >/dev/null || need+=(tmux)
+command -v lldb-dap-19 >/dev/null || command -v lldb-dap >/dev/null || need+=(lldb-19)
+/usr/bin/python3 -c 'import debugpy' 2>/dev/null || need+=(python3-debugpy)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${need[*]}"
@@ -30,6 +36,10 @@ if ((${#need[@]})); then
     echo "missing (tests needing them will skip): ${need[*]}" >&2
   fi
 fi
+
+# Delve (Go's debug adapter) is a Go module, installed like staticcheck.
+export PATH="$PATH:$(go env GOPATH)/bin"
+command -v dlv >/dev/null || go install github.com/go-delve/delve/cmd/dlv@v1.27.2
 
 # PostgreSQL and Redis for the store and lock adapters: throwaway servers on
 # loopback, unless the caller already points the tests at some.

@@ -1,0 +1,211 @@
+package debug
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/google/go-dap"
+
+	grove "github.com/grove-dev/grove"
+)
+
+// outputMax bounds the program output kept between snapshots; the newest
+// output wins.
+const outputMax = 64 << 10
+
+// requestTimeout bounds one DAP request that should answer at once
+// (threads, stackTrace, variables, evaluate).
+const requestTimeout = 15 * time.Second
+
+// session is one adapter process and the program it debugs.
+type session struct {
+	id        string
+	adapter   *adapter
+	program   string
+	startedAt time.Time
+	root      string
+
+	proc Process
+	c    *conn
+
+	initialized chan struct{} // closed on the initialized event
+	initOnce    sync.Once
+
+	mu          sync.Mutex
+	state       string
+	stopReason  string
+	threadID    int // the thread that stopped last
+	stops       int // counts stopped events, so a wait can ask for the next one
+	exitCode    *int
+	changed     chan struct{} // closed and replaced on every state change
+	output      []byte
+	breakpoints []grove.Breakpoint
+	caps        dap.Capabilities
+
+	closeOnce sync.Once
+}
+
+func newSession(id string, a *adapter, root string, now time.Time) *session {
+	return &session{
+		id: id, adapter: a, root: root, startedAt: now,
+		state: grove.DebugRunning, changed: make(chan struct{}),
+		initialized: make(chan struct{}),
+	}
+}
+
+// notify wakes waiters; s.mu is held.
+func (s *session) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// onEvent runs on the reader goroutine.
+func (s *session) onEvent(m *message) {
+	switch m.Event {
+	case "initialized":
+		s.initOnce.Do(func() { close(s.initialized) })
+	case "stopped":
+		var b dap.StoppedEventBody
+		_ = json.Unmarshal(m.Body, &b)
+		s.mu.Lock()
+		if s.state != grove.DebugTerminated {
+			s.state = grove.DebugStopped
+			s.stopReason = b.Reason
+			if b.ThreadId != 0 {
+				s.threadID = b.ThreadId
+			}
+			s.stops++
+			s.notify()
+		}
+		s.mu.Unlock()
+	case "exited":
+		var b dap.ExitedEventBody
+		_ = json.Unmarshal(m.Body, &b)
+		s.mu.Lock()
+		code := b.ExitCode
+		s.exitCode = &code
+		s.notify()
+		s.mu.Unlock()
+	case "terminated":
+		s.terminate()
+	case "output":
+		var b dap.OutputEventBody
+		_ = json.Unmarshal(m.Body, &b)
+		// The program's streams only: "console" is the adapter talking.
+		if b.Category == "stdout" || b.Category == "stderr" {
+			s.mu.Lock()
+			s.output = append(s.output, b.Output...)
+			if len(s.output) > outputMax {
+				s.output = append([]byte(nil), s.output[len(s.output)-outputMax:]...)
+			}
+			s.mu.Unlock()
+		}
+	case "breakpoint":
+		var b dap.BreakpointEventBody
+		_ = json.Unmarshal(m.Body, &b)
+		s.mu.Lock()
+		for i := range s.breakpoints {
+			if bp := &s.breakpoints[i]; bp.ID != 0 && bp.ID == b.Breakpoint.Id {
+				bp.Verified = b.Breakpoint.Verified
+				if b.Breakpoint.Line != 0 {
+					bp.Line = b.Breakpoint.Line
+				}
+				bp.Message = b.Breakpoint.Message
+			}
+		}
+		s.mu.Unlock()
+		// "continued" is ignored on purpose: Grove is the only client, so
+		// the program resumes only when Grove asks, and a late continued
+		// event must not overwrite the stop that followed it.
+	}
+}
+
+// terminate marks the program ended. The adapter is released in the
+// background: a terminated session keeps its state and exit code for
+// snapshots, but not its processes.
+func (s *session) terminate() {
+	s.mu.Lock()
+	if s.state == grove.DebugTerminated {
+		s.mu.Unlock()
+		return
+	}
+	s.state = grove.DebugTerminated
+	s.notify()
+	s.mu.Unlock()
+	go s.shutdown(context.Background())
+}
+
+// shutdown disconnects (terminating the debuggee) and kills the adapter.
+// It is idempotent.
+func (s *session) shutdown(ctx context.Context) {
+	s.closeOnce.Do(func() {
+		if s.c != nil {
+			if ch, err := s.c.send("disconnect", dap.DisconnectArguments{TerminateDebuggee: true}); err == nil {
+				_ = s.c.await(ctx, "disconnect", ch, 3*time.Second, nil)
+			}
+		}
+		if s.proc != nil {
+			_ = s.proc.Close()
+		}
+	})
+}
+
+// resumed records that Grove resumed the program and returns the stop
+// count to wait past.
+func (s *session) resumed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == grove.DebugStopped {
+		s.state = grove.DebugRunning
+		s.stopReason = ""
+		s.notify()
+	}
+	return s.stops
+}
+
+// wait waits until the program is stopped past stop count after (or at
+// all, for after < 0) or terminated, until timeout. It reports the state
+// then.
+func (s *session) wait(ctx context.Context, after int, timeout time.Duration) string {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		state, stops, changed := s.state, s.stops, s.changed
+		s.mu.Unlock()
+		if state == grove.DebugTerminated || (state == grove.DebugStopped && stops > after) {
+			return state
+		}
+		select {
+		case <-changed:
+		case <-s.c.dead:
+			s.terminate()
+		case <-t.C:
+			return state
+		case <-ctx.Done():
+			return state
+		}
+	}
+}
+
+// info describes the session.
+func (s *session) info() grove.DebugSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return grove.DebugSession{
+		ID: s.id, Adapter: s.adapter.name, Program: s.program, State: s.state,
+		StopReason: s.stopReason, ExitCode: s.exitCode, StartedAt: s.startedAt,
+		Breakpoints: append([]grove.Breakpoint(nil), s.breakpoints...),
+	}
+}
+
+// takeOutput returns and clears the buffered program output.
+func (s *session) takeOutput() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := string(s.output)
+	s.output = nil
+	return out
+}

@@ -1,0 +1,92 @@
+package debug
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	grove "github.com/grove-dev/grove"
+)
+
+const addC = `#include <stdio.h>
+
+int add_numbers(int a, int b) {
+  int sum = a + b;
+  return sum;
+}
+
+int main(void) {
+  int r = add_numbers(2, 3);
+  printf("%d\n", r);
+  return 0;
+}
+`
+
+func TestLLDBBreakpointLocalsStep(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, dir)
+	requireAdapter(t, m, lldbDAP)
+	writeFile(t, dir, "add_numbers.c", addC)
+	gcc(t, dir, "add_numbers.c", "add")
+	ctx := ctxT(t)
+
+	t0 := time.Now()
+	sess, err := m.Start(ctx, grove.DebugStartRequest{
+		Language:    "c",
+		Program:     "add",
+		Breakpoints: []grove.SourceBreakpoints{{File: "add_numbers.c", Lines: []int{4}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("start: %s", time.Since(t0))
+	if sess.Adapter != "lldb-dap" || len(sess.Breakpoints) != 1 || !sess.Breakpoints[0].Verified || sess.Breakpoints[0].File != "add_numbers.c" {
+		t.Fatalf("session %+v", sess)
+	}
+
+	snap, err := m.Snapshot(ctx, grove.DebugSnapshotRequest{Session: sess.ID, Expressions: []string{"a + b", "nope_undefined"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 4)
+	if snap.StopReason != "breakpoint" {
+		t.Errorf("stop reason %q", snap.StopReason)
+	}
+	wantVar(t, snap, "a", "2")
+	wantVar(t, snap, "b", "3")
+	if len(snap.Evaluations) != 2 || snap.Evaluations[0].Result != "5" || snap.Evaluations[1].Error == "" {
+		t.Fatalf("evaluations %+v", snap.Evaluations)
+	}
+	if len(snap.Frames) < 2 || snap.Frames[1].Name == "" || !strings.Contains(snap.Frames[1].Name, "main") {
+		t.Errorf("caller frame: %+v", snap.Frames)
+	}
+
+	ev, err := m.Evaluate(ctx, grove.DebugEvaluateRequest{Session: sess.ID, Expression: "a + b"})
+	if err != nil || ev.Result != "5" {
+		t.Fatalf("evaluate a + b = %+v, %v", ev, err)
+	}
+
+	snap, err = m.Step(ctx, grove.DebugStepRequest{Session: sess.ID, Kind: "over"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 5)
+	wantVar(t, snap, "sum", "5")
+
+	snap, err = m.Continue(ctx, grove.DebugContinueRequest{Session: sess.ID, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State != grove.DebugTerminated || snap.ExitCode == nil || *snap.ExitCode != 0 {
+		t.Fatalf("after continue: %+v", snap)
+	}
+	if !strings.Contains(snap.Output, "5") {
+		t.Errorf("output %q, want 5", snap.Output)
+	}
+	if err := m.Stop(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stop(ctx, sess.ID); err != nil {
+		t.Fatalf("second stop: %v", err)
+	}
+}

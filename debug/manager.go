@@ -323,11 +323,13 @@ func (m *Manager) launch(ctx context.Context, s *session, p *plan, path string, 
 	if stop, _ := p.args["stopOnEntry"].(bool); stop {
 		// The entry stop follows configurationDone; wait a little so the
 		// session says stopped when it is.
-		s.wait(ctx, -1, 3*time.Second)
+		if _, err := s.wait(ctx, -1, 3*time.Second); err != nil {
+			return err
+		}
 	}
 	go func() {
 		<-s.c.dead
-		s.terminate()
+		s.adapterDied()
 	}()
 	return nil
 }

@@ -112,7 +112,9 @@ func (m *Manager) Continue(ctx context.Context, req grove.DebugContinueRequest) 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	s.wait(ctx, after, timeout)
+	if _, err := s.wait(ctx, after, timeout); err != nil {
+		return nil, err
+	}
 	return m.snapshot(ctx, s, grove.DebugSnapshotRequest{Session: s.id, Expressions: req.Expressions})
 }
 
@@ -159,7 +161,9 @@ func (m *Manager) Step(ctx context.Context, req grove.DebugStepRequest) (*grove.
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	s.wait(ctx, after, timeout)
+	if _, err := s.wait(ctx, after, timeout); err != nil {
+		return nil, err
+	}
 	return m.snapshot(ctx, s, grove.DebugSnapshotRequest{Session: s.id, Expressions: req.Expressions})
 }
 
@@ -173,7 +177,11 @@ func (m *Manager) Snapshot(ctx context.Context, req grove.DebugSnapshotRequest) 
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	if state := s.wait(ctx, -1, timeout); state == grove.DebugRunning {
+	state, err := s.wait(ctx, -1, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if state == grove.DebugRunning {
 		return nil, grove.Errorf(grove.ErrNotPaused, "the program is still running after %s; set a breakpoint, or continue with a timeout", timeout)
 	}
 	return m.snapshot(ctx, s, req)

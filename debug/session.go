@@ -43,6 +43,9 @@ type session struct {
 	output      []byte
 	breakpoints []grove.Breakpoint
 	caps        dap.Capabilities
+	// lost is why the adapter died before the program ended; waits then
+	// fail with it (ErrUnavailable) rather than report a clean end.
+	lost error
 
 	closeOnce sync.Once
 }
@@ -167,27 +170,41 @@ func (s *session) resumed() int {
 
 // wait waits until the program is stopped past stop count after (or at
 // all, for after < 0) or terminated, until timeout. It reports the state
-// then.
-func (s *session) wait(ctx context.Context, after int, timeout time.Duration) string {
+// then, or ErrUnavailable when the adapter died under the program.
+func (s *session) wait(ctx context.Context, after int, timeout time.Duration) (string, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		state, stops, changed := s.state, s.stops, s.changed
+		state, stops, changed, lost := s.state, s.stops, s.changed, s.lost
 		s.mu.Unlock()
+		if lost != nil {
+			return state, lost
+		}
 		if state == grove.DebugTerminated || (state == grove.DebugStopped && stops > after) {
-			return state
+			return state, nil
 		}
 		select {
 		case <-changed:
 		case <-s.c.dead:
-			s.terminate()
+			s.adapterDied()
 		case <-t.C:
-			return state
+			return state, nil
 		case <-ctx.Done():
-			return state
+			return state, nil
 		}
 	}
+}
+
+// adapterDied ends the session when its connection is gone; unless the
+// program had already ended, that is a loss, not an end.
+func (s *session) adapterDied() {
+	s.mu.Lock()
+	if s.state != grove.DebugTerminated && s.exitCode == nil && s.lost == nil {
+		s.lost = s.c.deadErr()
+	}
+	s.mu.Unlock()
+	s.terminate()
 }
 
 // info describes the session.

@@ -1,6 +1,7 @@
 package debug
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -73,15 +74,37 @@ func TestLLDBBreakpointLocalsStep(t *testing.T) {
 	wantStoppedAt(t, snap, "add_numbers.c", 5)
 	wantVar(t, snap, "sum", "5")
 
-	snap, err = m.Continue(ctx, grove.DebugContinueRequest{Session: sess.ID, Timeout: 20 * time.Second})
+	// Replace main's breakpoints while paused: stop again at the printf.
+	bps, err := m.Breakpoints(ctx, grove.DebugBreakpointsRequest{Session: sess.ID, SourceBreakpoints: grove.SourceBreakpoints{File: "add_numbers.c", Lines: []int{10}}})
+	if err != nil || len(bps.Breakpoints) != 1 || !bps.Breakpoints[0].Verified || bps.Breakpoints[0].Line != 10 {
+		t.Fatalf("breakpoints %+v, %v", bps, err)
+	}
+	snap, err = m.Continue(ctx, grove.DebugContinueRequest{Session: sess.ID, Timeout: 20 * time.Second, Expressions: []string{"r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 10)
+	if len(snap.Evaluations) != 1 || snap.Evaluations[0].Result != "5" {
+		t.Fatalf("evaluations %+v", snap.Evaluations)
+	}
+
+	snap, err = m.Continue(ctx, grove.DebugContinueRequest{Session: sess.ID, NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	output := snap.Output
+	snap, err = m.Snapshot(ctx, grove.DebugSnapshotRequest{Session: sess.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if snap.State != grove.DebugTerminated || snap.ExitCode == nil || *snap.ExitCode != 0 {
 		t.Fatalf("after continue: %+v", snap)
 	}
-	if !strings.Contains(snap.Output, "5") {
-		t.Errorf("output %q, want 5", snap.Output)
+	if output += snap.Output; !strings.Contains(output, "5") {
+		t.Errorf("output %q, want 5", output)
+	}
+	if _, err := m.Evaluate(ctx, grove.DebugEvaluateRequest{Session: sess.ID, Expression: "a"}); !errors.Is(err, grove.ErrNotPaused) {
+		t.Errorf("evaluate after exit: %v", err)
 	}
 	if err := m.Stop(ctx, sess.ID); err != nil {
 		t.Fatal(err)

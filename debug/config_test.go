@@ -127,7 +127,7 @@ func TestConfigPlan(t *testing.T) {
 		},
 		{
 			name: "go from config",
-			req:  grove.DebugStartRequest{Config: []byte(`{"type": "go", "request": "launch", "program": "${workspaceFolder}/cmd", "env": {"X": "1"}, // c
+			req: grove.DebugStartRequest{Config: []byte(`{"type": "go", "request": "launch", "program": "${workspaceFolder}/cmd", "env": {"X": "1"}, // c
 			}`)},
 			check: func(t *testing.T, p *plan) {
 				if p.adapter != delve || p.args["mode"] != "debug" || p.args["program"] != "/ws/cmd" || p.args["console"] != "internalConsole" {

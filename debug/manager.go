@@ -293,7 +293,11 @@ func (m *Manager) launch(ctx context.Context, s *session, p *plan, path string, 
 	case <-s.c.dead:
 		return s.c.deadErr()
 	case <-ctx.Done():
-		return grove.Errorf(grove.ErrTimeout, "%s did not start the program in time: %v", p.adapter.name, ctx.Err())
+		hint := ""
+		if p.adapter == delve {
+			hint = " (dlv builds the program first, and a cold build can be slow: pass a longer timeout)"
+		}
+		return grove.Errorf(grove.ErrTimeout, "%s did not start the program in time: %v%s", p.adapter.name, ctx.Err(), hint)
 	}
 
 	for _, sb := range bps {

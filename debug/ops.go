@@ -98,8 +98,8 @@ func (m *Manager) Continue(ctx context.Context, req grove.DebugContinueRequest) 
 		thread = s.lastThread()
 	}
 	// A program already running is waited for, not continued again.
-	after := s.resumed()
-	if info.State == grove.DebugStopped {
+	wasStopped, after := s.resumed()
+	if wasStopped {
 		args := dap.ContinueArguments{ThreadId: thread, SingleThread: req.ThreadID != 0}
 		if err := s.c.call(ctx, "continue", args, requestTimeout, nil); err != nil {
 			return nil, err
@@ -151,7 +151,7 @@ func (m *Manager) Step(ctx context.Context, req grove.DebugStepRequest) (*grove.
 			thread = threads[0].ID
 		}
 	}
-	after := s.resumed()
+	_, after := s.resumed()
 	// The same struct serves next, stepIn and stepOut.
 	args := dap.NextArguments{ThreadId: thread}
 	if err := s.c.call(ctx, command, args, requestTimeout, nil); err != nil {

@@ -155,17 +155,20 @@ func (s *session) shutdown(ctx context.Context) {
 	})
 }
 
-// resumed records that Grove resumed the program and returns the stop
-// count to wait past.
-func (s *session) resumed() int {
+// resumed records that Grove is resuming the program: it reports whether
+// the program was stopped (so a resume request is due) and the stop count
+// to wait past, read together so that a stop arriving meanwhile is not
+// missed.
+func (s *session) resumed() (wasStopped bool, after int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == grove.DebugStopped {
 		s.state = grove.DebugRunning
 		s.stopReason = ""
 		s.notify()
+		return true, s.stops
 	}
-	return s.stops
+	return false, s.stops
 }
 
 // wait waits until the program is stopped past stop count after (or at

@@ -113,3 +113,43 @@ func TestLLDBBreakpointLocalsStep(t *testing.T) {
 		t.Fatalf("second stop: %v", err)
 	}
 }
+
+func TestLLDBStepIntoOut(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, dir)
+	requireAdapter(t, m, lldbDAP)
+	writeFile(t, dir, "add_numbers.c", addC)
+	gcc(t, dir, "add_numbers.c", "add")
+	ctx := ctxT(t)
+	sess, err := m.Start(ctx, grove.DebugStartRequest{
+		Language:    "c",
+		Program:     "add",
+		Breakpoints: []grove.SourceBreakpoints{{File: "add_numbers.c", Lines: []int{9}, Conditions: []string{"1 == 1"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := m.Snapshot(ctx, grove.DebugSnapshotRequest{Session: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 9)
+	snap, err = m.Step(ctx, grove.DebugStepRequest{Session: sess.ID, Kind: "into"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 4)
+	if snap.Frames[0].Name == "" || !strings.Contains(snap.Frames[0].Name, "add_numbers") {
+		t.Errorf("frame %+v", snap.Frames[0])
+	}
+	snap, err = m.Step(ctx, grove.DebugStepRequest{Session: sess.ID, Kind: "out"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State != grove.DebugStopped || len(snap.Frames) == 0 || !strings.Contains(snap.Frames[0].Name, "main") {
+		t.Fatalf("after step out: %+v", snap)
+	}
+	if _, err := m.Step(ctx, grove.DebugStepRequest{Session: sess.ID, Kind: "sideways"}); !errors.Is(err, grove.ErrInvalid) {
+		t.Errorf("bad step kind: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ type plan struct {
 	request string // "launch" or "attach"
 	args    map[string]any
 	program string // as shown in DebugSession.Program
+	env     map[string]string
 }
 
 // buildPlan turns a start request into a plan: from an explicit
@@ -191,7 +192,7 @@ func configPlan(root string, cfg map[string]any, req grove.DebugStartRequest) (*
 	if rel, err := filepath.Rel(root, program); err == nil && !strings.HasPrefix(rel, "..") && filepath.IsAbs(program) {
 		program = rel
 	}
-	return &plan{adapter: a, request: request, args: cfg, program: program}, nil
+	return &plan{adapter: a, request: request, args: cfg, program: program, env: env}, nil
 }
 
 // substitute replaces VS Code's variables in every string of v.

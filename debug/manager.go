@@ -182,6 +182,7 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 	}
 
 	if err := m.launch(ctx, s, p, path, dial, req.Breakpoints); err != nil {
+		m.log.Info("debug session failed to start", "adapter", p.adapter.name, "program", p.program, "err", err)
 		s.shutdown(context.Background())
 		m.release(id)
 		return nil, err
@@ -198,6 +199,7 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 	}
 	info := s.info()
 	info.Workspace = m.opt.Workspace
+	m.log.Info("debug session started", "session", id, "adapter", p.adapter.name, "program", p.program, "state", info.State)
 	return &info, nil
 }
 
@@ -257,7 +259,13 @@ func (m *Manager) prune() {
 // may come only after configurationDone, as debugpy does), the initialized
 // event, breakpoints, configurationDone.
 func (m *Manager) launch(ctx context.Context, s *session, p *plan, path string, dial Dialer, bps []grove.SourceBreakpoints) error {
-	if err := m.connect(ctx, s, path, dial); err != nil {
+	// dlv builds the program itself: GOFLAGS and friends must reach the
+	// build, not only the program.
+	var env map[string]string
+	if p.adapter == delve {
+		env = p.env
+	}
+	if err := m.connect(ctx, s, path, env, dial); err != nil {
 		return err
 	}
 	init := dap.InitializeRequestArguments{
@@ -340,7 +348,7 @@ func (m *Manager) launch(ctx context.Context, s *session, p *plan, path string, 
 
 // connect starts the adapter and opens its DAP stream: stdio, or for dlv
 // the TCP address it prints.
-func (m *Manager) connect(ctx context.Context, s *session, path string, dial Dialer) error {
+func (m *Manager) connect(ctx context.Context, s *session, path string, env map[string]string, dial Dialer) error {
 	var argv []string
 	switch s.adapter {
 	case lldbDAP:
@@ -350,7 +358,7 @@ func (m *Manager) connect(ctx context.Context, s *session, path string, dial Dia
 	case delve:
 		argv = []string{path, "dap", "--listen=127.0.0.1:0"}
 	}
-	proc, err := m.h.Spawn(ctx, argv, nil, "")
+	proc, err := m.h.Spawn(ctx, argv, env, "")
 	if err != nil {
 		if errors.Is(err, grove.ErrNotInstalled) || errors.Is(err, grove.ErrUnavailable) {
 			return grove.Errorf(grove.ErrDebugAdapterUnavailable, "%s would not start: %v", s.adapter.name, err)
@@ -486,6 +494,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 	delete(m.sessions, id)
 	m.ended[id] = true
 	m.mu.Unlock()
+	m.log.Info("debug session stopped", "session", id)
 	s.shutdown(ctx)
 	s.mu.Lock()
 	if s.state != grove.DebugTerminated {

@@ -182,6 +182,9 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 	}
 
 	if err := m.launch(ctx, s, p, path, dial, req.Breakpoints); err != nil {
+		if tail := s.consoleTail(); tail != "" && grove.KindOf(err) == errAdapter {
+			err = grove.Errorf(errAdapter, "%v\n%s", err, tail)
+		}
 		m.log.Info("debug session failed to start", "adapter", p.adapter.name, "program", p.program, "err", err)
 		s.shutdown(context.Background())
 		m.release(id)

@@ -3,6 +3,7 @@ package debug
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,25 @@ import (
 // outputMax bounds the program output kept between snapshots; the newest
 // output wins.
 const outputMax = 64 << 10
+
+// consoleMax bounds the adapter output kept to explain a failed launch.
+const consoleMax = 2 << 10
+
+// appendTail appends add to buf, keeping only the last max bytes.
+func appendTail(buf []byte, add string, max int) []byte {
+	buf = append(buf, add...)
+	if len(buf) > max {
+		buf = append([]byte(nil), buf[len(buf)-max:]...)
+	}
+	return buf
+}
+
+// consoleTail is the adapter's recent output, for error messages.
+func (s *session) consoleTail() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.TrimSpace(string(s.console))
+}
 
 // requestTimeout bounds one DAP request that should answer at once
 // (threads, stackTrace, variables, evaluate).
@@ -41,6 +61,10 @@ type session struct {
 	exitCode    *int
 	changed     chan struct{} // closed and replaced on every state change
 	output      []byte
+	// console is the adapter's own recent output (any category): a
+	// failed launch's explanation often is there ("Check the debug
+	// console for details").
+	console []byte
 	breakpoints []grove.Breakpoint
 	caps        dap.Capabilities
 	// lost is why the adapter died before the program ended; waits then
@@ -96,15 +120,16 @@ func (s *session) onEvent(m *message) {
 	case "output":
 		var b dap.OutputEventBody
 		_ = json.Unmarshal(m.Body, &b)
+		if b.Category == "telemetry" {
+			break
+		}
+		s.mu.Lock()
+		s.console = appendTail(s.console, b.Output, consoleMax)
 		// The program's streams only: "console" is the adapter talking.
 		if b.Category == "stdout" || b.Category == "stderr" {
-			s.mu.Lock()
-			s.output = append(s.output, b.Output...)
-			if len(s.output) > outputMax {
-				s.output = append([]byte(nil), s.output[len(s.output)-outputMax:]...)
-			}
-			s.mu.Unlock()
+			s.output = appendTail(s.output, b.Output, outputMax)
 		}
+		s.mu.Unlock()
 	case "breakpoint":
 		var b dap.BreakpointEventBody
 		_ = json.Unmarshal(m.Body, &b)

@@ -53,18 +53,18 @@ type session struct {
 	initialized chan struct{} // closed on the initialized event
 	initOnce    sync.Once
 
-	mu          sync.Mutex
-	state       string
-	stopReason  string
-	threadID    int // the thread that stopped last
-	stops       int // counts stopped events, so a wait can ask for the next one
-	exitCode    *int
-	changed     chan struct{} // closed and replaced on every state change
-	output      []byte
+	mu         sync.Mutex
+	state      string
+	stopReason string
+	threadID   int // the thread that stopped last
+	stops      int // counts stopped events, so a wait can ask for the next one
+	exitCode   *int
+	changed    chan struct{} // closed and replaced on every state change
+	output     []byte
 	// console is the adapter's own recent output (any category): a
 	// failed launch's explanation often is there ("Check the debug
 	// console for details").
-	console []byte
+	console     []byte
 	breakpoints []grove.Breakpoint
 	caps        dap.Capabilities
 	// lost is why the adapter died before the program ended; waits then

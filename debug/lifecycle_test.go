@@ -208,3 +208,39 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// TestCloseDuringStart: Close ends a launch in flight instead of waiting
+// for it.
+func TestCloseDuringStart(t *testing.T) {
+	dir := t.TempDir()
+	h := mustHost(t, dir)
+	m := NewManager(h, Options{})
+	requireAdapter(t, m, lldbDAP)
+	writeFile(t, dir, "loop.c", loopC)
+	gcc(t, dir, "loop.c", "loop")
+	ctx := ctxT(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Start(ctx, grove.DebugStartRequest{Language: "c", Program: "loop"})
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Now()
+	m.Close()
+	select {
+	case err := <-errc:
+		t.Logf("start ended %s after close: %v", time.Since(t0), err)
+		if err != nil && !errors.Is(err, grove.ErrUnavailable) {
+			t.Fatalf("start: %v, want ErrUnavailable (or success before Close)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("start still running 5s after Close")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(pidsOf(filepath.Join(h.Root(), "loop"))) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p := pidsOf(filepath.Join(h.Root(), "loop")); len(p) > 0 {
+		t.Errorf("debuggee %v outlived Close", p)
+	}
+}

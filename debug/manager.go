@@ -37,6 +37,10 @@ type Manager struct {
 	log    *slog.Logger
 	probes *prober
 
+	// closing is cancelled by Close, so launches in flight end at once.
+	closing context.Context
+	cancel  context.CancelFunc
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	ended    map[string]bool // stopped sessions, so a second Stop is not an error
@@ -58,8 +62,9 @@ func NewManager(h Host, opt Options) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	closing, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		h: h, opt: opt, log: log,
+		h: h, opt: opt, log: log, closing: closing, cancel: cancel,
 		probes:   &prober{h: h, now: opt.Now, cache: map[string]*probeResult{}, inflight: map[string]chan struct{}{}},
 		sessions: map[string]*session{}, ended: map[string]bool{},
 	}
@@ -162,6 +167,7 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer context.AfterFunc(m.closing, cancel)()
 
 	id, err := m.reserve()
 	if err != nil {
@@ -184,6 +190,9 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 	if err := m.launch(ctx, s, p, path, dial, req.Breakpoints); err != nil {
 		if tail := s.consoleTail(); tail != "" && grove.KindOf(err) == errAdapter {
 			err = grove.Errorf(errAdapter, "%v\n%s", err, tail)
+		}
+		if m.closing.Err() != nil {
+			err = grove.Errorf(grove.ErrUnavailable, "the workspace's debugger closed while %s was starting", p.adapter.name)
 		}
 		m.log.Info("debug session failed to start", "adapter", p.adapter.name, "program", p.program, "err", err)
 		s.shutdown(context.Background())
@@ -512,6 +521,7 @@ func (m *Manager) Stop(ctx context.Context, id string) error {
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
+	m.cancel()
 	ids := make([]string, 0, len(m.sessions))
 	for id, s := range m.sessions {
 		if s != nil {

@@ -82,8 +82,12 @@ func TestDelveBreakpointLocalsStep(t *testing.T) {
 	if snap.State != grove.DebugTerminated {
 		t.Fatalf("after continue: %+v", snap)
 	}
+	if snap.ExitCode != nil && *snap.ExitCode != 0 {
+		t.Errorf("exit code %d", *snap.ExitCode)
+	}
+	t.Logf("exit code reported: %v", snap.ExitCode != nil)
 	if !strings.Contains(snap.Output, "5") {
-		t.Logf("output %q (dlv may not forward it)", snap.Output)
+		t.Errorf("output %q, want 5 (outputMode remote)", snap.Output)
 	}
 	if err := m.Stop(ctx, sess.ID); err != nil {
 		t.Fatal(err)

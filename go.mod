@@ -4,6 +4,8 @@ go 1.26.8
 
 require modernc.org/sqlite v1.62.0
 
+require github.com/google/go-dap v0.12.0
+
 require (
 	github.com/coder/websocket v1.8.15
 	github.com/daytonaio/daytona/libs/api-client-go v0.190.0

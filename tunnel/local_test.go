@@ -490,3 +490,125 @@ func TestGitRoutes(t *testing.T) {
 		t.Fatalf("status outside a repository: %+v", m)
 	}
 }
+
+// tmuxEnv gives the test a tmux server of its own: its own TMUX_TMPDIR
+// (as tmux itself reads it) and socket name, killed at the end.
+func tmuxEnv(t *testing.T) (socket string, tmux func(args ...string) (string, error)) {
+	t.Helper()
+	bin, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux not installed")
+	}
+	tmp, err := os.MkdirTemp("", "grove-tmux-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMUX_TMPDIR", tmp)
+	t.Setenv("TMUX", "")
+	socket = "grove-test-" + strconv.Itoa(os.Getpid())
+	tmux = func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append([]string{"-L", socket}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { tmux("kill-server"); os.RemoveAll(tmp) })
+	return socket, tmux
+}
+
+// waitPane polls the pane until it shows all of want.
+func waitPane(t *testing.T, tmux func(...string) (string, error), target string, want ...string) string {
+	t.Helper()
+	var out string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ = tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", target)
+		all := true
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				all = false
+			}
+		}
+		if all {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the pane never showed %q:\n%s", want, out)
+	return ""
+}
+
+func TestTerminalTmux(t *testing.T) {
+	socket, tmux := tmuxEnv(t)
+	dir := t.TempDir()
+	l := openLocal(t, dir, tunnel.LocalOptions{Workspace: "my.proj", Terminal: tunnel.TerminalOptions{TmuxSocket: socket}, Log: testLog(t)})
+	if w := l.TerminalWhere(); !strings.Contains(w, "tmux -L "+socket+" attach -t grove-my_proj") {
+		t.Fatalf("where: %q", w)
+	}
+	if out, err := tmux("has-session", "-t", "=grove-my_proj"); err != nil {
+		t.Fatalf("no tmux session: %v %s", err, out)
+	}
+	c := newDirect(t, l)
+	var x tunnel.ExecResult
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Argv: []string{"sh", "-c", "echo visible-out; echo visible-err >&2; exit 3"}}, &x)
+	if x.ExitCode != 3 || x.Stdout != "visible-out\n" || x.Stderr != "visible-err\n" {
+		t.Fatalf("mirrored command's own result: %+v", x)
+	}
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "echo hidden-marker", Hidden: true}, nil)
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "printf no-newline"}, nil)
+	var st tunnel.AsyncStarted
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "echo async-marker", Async: true}, &st)
+	sessionOutput(t, c, st.SessionID, tunnel.SessionOutputRequest{WaitMS: 3000})
+	out := waitPane(t, tmux, "=grove-my_proj:", "$ sh -c 'echo visible-out; echo visible-err >&2; exit 3'", "visible-out", "visible-err", "[exit 3, ", "no-newline\n[exit 0, ", "$ echo async-marker   # async", "async-marker\n[exit 0")
+	t.Logf("pane:\n%s", out)
+	if strings.Contains(out, "hidden-marker") {
+		t.Fatalf("a hidden command was shown:\n%s", out)
+	}
+	// The commands ran under the agent, not typed into the pane: its
+	// shell history has nothing (the pane runs tail, not a shell).
+	if cmd, _ := tmux("display-message", "-p", "-t", "=grove-my_proj:", "#{pane_current_command}"); strings.TrimSpace(cmd) != "tail" {
+		t.Fatalf("the pane runs %q", cmd)
+	}
+
+	// A second agent of the same name takes the session over; closing
+	// ends it.
+	l.Close()
+	if _, err := tmux("has-session", "-t", "=grove-my_proj"); err == nil {
+		t.Fatal("the tmux session outlived the agent")
+	}
+}
+
+func TestTerminalDisabledAndLogFile(t *testing.T) {
+	socket, tmux := tmuxEnv(t)
+	off := openLocal(t, t.TempDir(), tunnel.LocalOptions{Workspace: "off", Terminal: tunnel.TerminalOptions{Disabled: true, TmuxSocket: socket}})
+	if off.TerminalWhere() != "" {
+		t.Fatal("a disabled terminal has a place")
+	}
+	newDirect(t, off).ok(tunnel.RouteExecute, tunnel.ExecRequest{Argv: []string{"true"}}, nil)
+	if out, err := tmux("has-session", "-t", "=grove-off"); err == nil {
+		t.Fatalf("--no-terminal made a session: %s", out)
+	}
+
+	l := openLocal(t, t.TempDir(), tunnel.LocalOptions{Workspace: "plain", Terminal: tunnel.TerminalOptions{NoTmux: true, TmuxSocket: socket}})
+	w := l.TerminalWhere()
+	if !strings.HasPrefix(w, "tail -f ") {
+		t.Fatalf("where: %q", w)
+	}
+	c := newDirect(t, l)
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "echo in-the-log"}, nil)
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "echo not-in-the-log", Hidden: true}, nil)
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "head -c 3000 /dev/zero | tr '\\0' z", MaxOutput: 100}, nil)
+	b, err := os.ReadFile(strings.TrimPrefix(w, "tail -f "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	if !strings.Contains(log, "$ echo in-the-log\nin-the-log\n[exit 0, ") || strings.Contains(log, "not-in-the-log") {
+		t.Fatalf("log file:\n%s", log)
+	}
+	if !strings.Contains(log, strings.Repeat("z", 100)+"\n[exit 0, ") || strings.Contains(log, strings.Repeat("z", 101)) || !strings.Contains(log, "2900 bytes") {
+		t.Fatalf("capped output in the log:\n%s", log)
+	}
+	l.Close()
+	if _, err := os.Stat(strings.TrimPrefix(w, "tail -f ")); !os.IsNotExist(err) {
+		t.Fatalf("the log outlived the agent: %v", err)
+	}
+}

@@ -399,3 +399,52 @@ func (a *Agent) Serve(ctx context.Context, c Conn) error {
 		}
 	}
 }
+
+// WorkspaceLogger is l with workspace=ws on every line that does not
+// already carry it: the reconnect loop's lines as well as the
+// dispatcher's, which add it themselves.
+func WorkspaceLogger(l *slog.Logger, ws string) *slog.Logger {
+	return slog.New(&wsHandler{h: l.Handler(), ws: ws})
+}
+
+type wsHandler struct {
+	h   slog.Handler
+	ws  string
+	has bool // an attribute named workspace was added through WithAttrs
+	grp bool // inside a group: the attribute would land in it
+}
+
+func (w *wsHandler) Enabled(ctx context.Context, lv slog.Level) bool { return w.h.Enabled(ctx, lv) }
+
+func (w *wsHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !w.has && !w.grp {
+		found := false
+		r.Attrs(func(a slog.Attr) bool {
+			found = a.Key == "workspace"
+			return !found
+		})
+		if !found {
+			r = r.Clone()
+			r.AddAttrs(slog.String("workspace", w.ws))
+		}
+	}
+	return w.h.Handle(ctx, r)
+}
+
+func (w *wsHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *w
+	c.h = w.h.WithAttrs(as)
+	for _, a := range as {
+		if a.Key == "workspace" && !w.grp {
+			c.has = true
+		}
+	}
+	return &c
+}
+
+func (w *wsHandler) WithGroup(name string) slog.Handler {
+	c := *w
+	c.h = w.h.WithGroup(name)
+	c.grp = true
+	return &c
+}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -611,4 +614,35 @@ func TestTerminalDisabledAndLogFile(t *testing.T) {
 	if _, err := os.Stat(strings.TrimPrefix(w, "tail -f ")); !os.IsNotExist(err) {
 		t.Fatalf("the log outlived the agent: %v", err)
 	}
+}
+
+// Every agent line names the workspace once, whoever logs it.
+func TestWorkspaceOnEveryLine(t *testing.T) {
+	var buf strings.Builder
+	log := tunnel.WorkspaceLogger(slog.New(slog.NewTextHandler(&syncWriter{w: &buf}, &slog.HandlerOptions{Level: slog.LevelDebug})), "proj")
+	log.Info("reconnect loop line")
+	log.With("workspace", "proj").Info("dispatcher line")
+	d := &tunnel.Dispatcher{Workspace: "proj", Log: log}
+	d.Handle("/x", func(context.Context, json.RawMessage) (any, error) { return nil, nil })
+	d.Dispatch(context.Background(), tunnel.Message{Type: tunnel.TypeToolCall, CorrelationID: "c", Endpoint: "/x"})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) < 4 {
+		t.Fatalf("lines: %q", lines)
+	}
+	for _, ln := range lines {
+		if strings.Count(ln, "workspace=proj") != 1 {
+			t.Errorf("line without exactly one workspace: %s", ln)
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

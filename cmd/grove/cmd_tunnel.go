@@ -46,7 +46,8 @@ func (c *cli) tunnelCmd() *cobra.Command {
 			if os.Getenv("GROVE_LOG") != "" {
 				level = slog.LevelDebug
 			}
-			log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+			// Every line names the workspace, the reconnect loop's too.
+			log := tunnel.WorkspaceLogger(slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level})), name)
 			if v := os.Getenv("GROVE_TUNNEL_NO_TERMINAL"); v != "" && v != "0" && v != "false" {
 				noTerminal = true
 			}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -35,6 +36,8 @@ type Local struct {
 	log       *slog.Logger
 	term      *terminal // nil: no mirror
 	sessions  sessions
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // LocalOptions configure OpenLocalWith.
@@ -125,13 +128,15 @@ func (l *Local) TerminalWhere() string {
 // mirror, releases the directory and removes the temporary directory (if
 // empty).
 func (l *Local) Close() error {
-	l.sessions.killAll()
-	l.term.close()
-	err := l.fs.Close()
-	if l.tmpDir != "" {
-		os.Remove(l.tmpDir)
-	}
-	return err
+	l.closeOnce.Do(func() {
+		l.sessions.killAll()
+		l.term.close()
+		l.closeErr = l.fs.Close()
+		if l.tmpDir != "" {
+			os.Remove(l.tmpDir)
+		}
+	})
+	return l.closeErr
 }
 
 // Routes adds the local routes to d.

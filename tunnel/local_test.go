@@ -489,9 +489,8 @@ func TestGitRoutes(t *testing.T) {
 
 	// Not a repository: an answer, not a hang.
 	plain := newDirect(t, openLocal(t, t.TempDir(), tunnel.LocalOptions{}))
-	if m := plain.call(tunnel.RouteGitStatus, nil, 5000); m.Success || m.Error == nil {
-		t.Fatalf("status outside a repository: %+v", m)
-	}
+	plain.fails(tunnel.RouteGitStatus, nil, "E_NOT_FOUND")
+	c.fails(tunnel.RouteGitDiff, grove.DiffRequest{BaseRef: "no-such-branch"}, "E_NOT_FOUND")
 }
 
 // tmuxEnv gives the test a tmux server of its own: its own TMUX_TMPDIR

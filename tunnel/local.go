@@ -74,7 +74,7 @@ func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
 	}
 	l.log = l.log.With("workspace", o.Workspace)
 	if !o.ReadOnly && o.Workspace != "" && !o.Terminal.Disabled {
-		if l.term, err = openTerminal(o.Workspace, o.Terminal, l.log); err != nil {
+		if l.term, err = openTerminal(o.Workspace, l.fs.Dir(), o.Terminal, l.log); err != nil {
 			l.log.Warn("tunnel: no terminal mirror", "err", err)
 			l.term = nil
 		}

@@ -57,7 +57,7 @@ func tmuxSessionName(workspace string) string {
 	return "grove-" + strings.NewReplacer(".", "_", ":", "_").Replace(workspace)
 }
 
-func openTerminal(workspace string, o TerminalOptions, log *slog.Logger) (*terminal, error) {
+func openTerminal(workspace, workDir string, o TerminalOptions, log *slog.Logger) (*terminal, error) {
 	dir, err := os.MkdirTemp("", "grove-tunnel-term-")
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func openTerminal(workspace string, o TerminalOptions, log *slog.Logger) (*termi
 	if t.run("has-session", "-t", "="+t.session) == nil {
 		err = t.run(append([]string{"respawn-pane", "-k", "-t", "=" + t.session + ":"}, pane...)...)
 	} else {
-		err = t.run(append([]string{"new-session", "-d", "-s", t.session, "-x", "200", "-y", "50", "-c", filepath.Dir(t.path)}, pane...)...)
+		err = t.run(append([]string{"new-session", "-d", "-s", t.session, "-x", "200", "-y", "50", "-c", workDir}, pane...)...)
 	}
 	if err != nil {
 		log.Warn("tunnel: tmux session not started; the log file alone shows the commands", "err", err, "log_file", t.path)

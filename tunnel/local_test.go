@@ -645,3 +645,29 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// Async commands and their sessions through the server's call route.
+func TestAsyncThroughServer(t *testing.T) {
+	e := newEnv(t, nil)
+	e.agent(t.TempDir(), "proj", false, nil)
+	r := e.call(aliceKey, "proj", tunnel.RouteExecute, tunnel.ExecRequest{Shell: "sleep 0.2; echo done", Async: true}, 5000)
+	var st tunnel.AsyncStarted
+	if !r.resp.Success || json.Unmarshal(r.resp.Result, &st) != nil || st.SessionID == "" {
+		t.Fatalf("async: %+v", r.resp)
+	}
+	r = e.call(aliceKey, "proj", tunnel.RouteSessionPrefix+st.SessionID+"/output", tunnel.SessionOutputRequest{WaitMS: 5000}, 10000)
+	var o tunnel.SessionOutput
+	if !r.resp.Success || json.Unmarshal(r.resp.Result, &o) != nil || o.Running || o.Stdout != "done\n" || o.Result == nil || o.Result.ExitCode != 0 {
+		t.Fatalf("output: %+v %+v", r.resp, o)
+	}
+	for _, ep := range []string{"s_ffffffffffffffff/output", "s_ffffffffffffffff/signal", "x/output", "s_ffffffffffffffff/../output"} {
+		var payload any
+		if strings.HasSuffix(ep, "/signal") {
+			payload = tunnel.SignalRequest{Signal: "TERM"}
+		}
+		r = e.call(aliceKey, "proj", tunnel.RouteSessionPrefix+ep, payload, 5000)
+		if r.status != 200 || r.resp.Success || r.resp.Error == nil || r.resp.Error.Code != "E_NOT_FOUND" {
+			t.Errorf("%s: %d %+v", ep, r.status, r.resp)
+		}
+	}
+}

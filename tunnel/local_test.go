@@ -181,6 +181,17 @@ func TestAsyncSessions(t *testing.T) {
 		t.Fatalf("async timeout: %+v %+v", o, o.Result)
 	}
 
+	// A character split across writes is held back until it is whole.
+	c.ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: `printf 'a\303'; sleep 0.4; printf '\251b'`, Async: true}, &st)
+	o = sessionOutput(t, c, st.SessionID, tunnel.SessionOutputRequest{WaitMS: 200})
+	if !o.Running || o.Stdout != "a" || o.StdoutNext != 1 {
+		t.Fatalf("split character while running: %+v", o)
+	}
+	o = sessionOutput(t, c, st.SessionID, tunnel.SessionOutputRequest{StdoutOffset: o.StdoutNext, WaitMS: 3000})
+	if o.Running || o.Stdout != "\u00e9b" || o.StdoutNext != 4 {
+		t.Fatalf("split character after exit: %+v", o)
+	}
+
 	// Unknown and malformed sessions are no route or no session.
 	c.fails(tunnel.RouteSessionPrefix+"s_0123456789abcdef/output", nil, "E_NOT_FOUND")
 	c.fails(tunnel.RouteSessionPrefix+"s_0123456789abcdef/signal", tunnel.SignalRequest{Signal: "KILL"}, "E_NOT_FOUND")

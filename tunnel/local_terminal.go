@@ -83,7 +83,7 @@ func openTerminal(workspace, workDir string, o TerminalOptions, log *slog.Logger
 	// agent is reused (respawned), so a developer attached to it stays.
 	pane := []string{"tail", "-n", "+1", "-F", "--", t.path}
 	if t.run("has-session", "-t", "="+t.session) == nil {
-		err = t.run(append([]string{"respawn-pane", "-k", "-t", "=" + t.session + ":"}, pane...)...)
+		err = t.run(append([]string{"respawn-pane", "-k", "-t", "=" + t.session + ":", "-c", workDir}, pane...)...)
 	} else {
 		err = t.run(append([]string{"new-session", "-d", "-s", t.session, "-x", "200", "-y", "50", "-c", workDir}, pane...)...)
 	}
@@ -98,6 +98,11 @@ func openTerminal(workspace, workDir string, o TerminalOptions, log *slog.Logger
 // environment minus its API key and without $TMUX (the agent may itself
 // run inside the developer's tmux).
 func (t *terminal) run(args ...string) error {
+	_, err := t.output(args...)
+	return err
+}
+
+func (t *terminal) output(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, t.tmux, append([]string{"-L", t.socket}, args...)...)
@@ -110,9 +115,9 @@ func (t *terminal) run(args ...string) error {
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("tmux %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("tmux %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	return string(out), nil
 }
 
 // Where says how the developer watches, for the agent's startup log.
@@ -198,9 +203,13 @@ func (t *terminal) close() {
 	if t == nil {
 		return
 	}
+	// The session is ended only while it still shows this agent's log: a
+	// newer agent of the same name may have taken it over.
 	if t.session != "" {
-		if err := t.run("kill-session", "-t", "="+t.session); err != nil {
-			t.log.Debug("tunnel: tmux session not killed", "err", err)
+		if out, err := t.output("display-message", "-p", "-t", "="+t.session+":", "#{pane_start_command}"); err == nil && strings.Contains(out, t.path) {
+			if err := t.run("kill-session", "-t", "="+t.session); err != nil {
+				t.log.Debug("tunnel: tmux session not killed", "err", err)
+			}
 		}
 	}
 	t.mu.Lock()

@@ -600,9 +600,16 @@ func TestTerminalTmux(t *testing.T) {
 		t.Fatalf("the pane runs %q", cmd)
 	}
 
-	// A second agent of the same name takes the session over; closing
-	// ends it.
+	// A second agent of the same name takes the session over: the first
+	// one's end leaves it; the second's ends it.
+	l2 := openLocal(t, t.TempDir(), tunnel.LocalOptions{Workspace: "my.proj", Terminal: tunnel.TerminalOptions{TmuxSocket: socket}, Log: testLog(t)})
+	newDirect(t, l2).ok(tunnel.RouteExecute, tunnel.ExecRequest{Shell: "echo second-agent"}, nil)
+	waitPane(t, tmux, "=grove-my_proj:", "$ echo second-agent", "second-agent\n[exit 0")
 	l.Close()
+	if out, err := tmux("has-session", "-t", "=grove-my_proj"); err != nil {
+		t.Fatalf("the first agent's end killed the second's session: %s", out)
+	}
+	l2.Close()
 	if _, err := tmux("has-session", "-t", "=grove-my_proj"); err == nil {
 		t.Fatal("the tmux session outlived the agent")
 	}

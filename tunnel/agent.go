@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,9 +32,20 @@ type Dispatcher struct {
 	// the dispatcher answers E_TIMEOUT for it. Default 2 s.
 	Grace time.Duration
 
-	mu     sync.RWMutex
-	routes map[string]Handler
+	mu       sync.RWMutex
+	routes   map[string]Handler
+	prefixes map[string]func(rest string) Handler
+
+	cmu      sync.Mutex
+	inflight map[string]*inflightCall
 }
+
+// inflightCall is a call being answered, for Cancel.
+type inflightCall struct{ cancel context.CancelCauseFunc }
+
+// errCallCancelled is the cause of a call's context cancelled by the
+// server (TypeCancel).
+var errCallCancelled = errors.New("tunnel: the call was cancelled")
 
 // Handle adds (or replaces) the handler of endpoint.
 func (d *Dispatcher) Handle(endpoint string, h Handler) {
@@ -43,6 +55,74 @@ func (d *Dispatcher) Handle(endpoint string, h Handler) {
 		d.routes = map[string]Handler{}
 	}
 	d.routes[endpoint] = h
+}
+
+// HandlePrefix routes every endpoint that starts with prefix and has no
+// exact route to resolve(rest), rest being what follows the prefix. A nil
+// Handler is no route (E_NOT_FOUND): resolve validates rest (an id's
+// charset, the operation) and refuses anything else.
+func (d *Dispatcher) HandlePrefix(prefix string, resolve func(rest string) Handler) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.prefixes == nil {
+		d.prefixes = map[string]func(string) Handler{}
+	}
+	d.prefixes[prefix] = resolve
+}
+
+// route finds endpoint's handler: exact, else under the longest prefix.
+func (d *Dispatcher) route(endpoint string) Handler {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if h := d.routes[endpoint]; h != nil {
+		return h
+	}
+	best := ""
+	for p := range d.prefixes {
+		if strings.HasPrefix(endpoint, p) && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return d.prefixes[best](endpoint[len(best):])
+}
+
+// track makes the context of call id, which Cancel(id) cancels; done
+// forgets it.
+func (d *Dispatcher) track(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &inflightCall{cancel: cancel}
+	d.cmu.Lock()
+	if d.inflight == nil {
+		d.inflight = map[string]*inflightCall{}
+	}
+	d.inflight[id] = c
+	d.cmu.Unlock()
+	return ctx, func() {
+		d.cmu.Lock()
+		if d.inflight[id] == c {
+			delete(d.inflight, id)
+		}
+		d.cmu.Unlock()
+		cancel(nil)
+	}
+}
+
+// Cancel cancels the handler of call id (TypeCancel): its context ends,
+// a running command's process group is killed, and the call is still
+// answered — by the handler, or with E_CANCELLED after Grace. It reports
+// whether such a call was in flight.
+func (d *Dispatcher) Cancel(id string) bool {
+	d.cmu.Lock()
+	c := d.inflight[id]
+	d.cmu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.cancel(errCallCancelled)
+	return true
 }
 
 func (d *Dispatcher) log() *slog.Logger {
@@ -69,8 +149,15 @@ func (d *Dispatcher) timeouts() (def, max, grace time.Duration) {
 // Dispatch answers one tool_call. It never panics and always returns a
 // tool_response carrying m's correlation id.
 func (d *Dispatcher) Dispatch(ctx context.Context, m Message) (resp Message) {
+	ctx, done := d.track(ctx, m.CorrelationID)
+	defer done()
+	return d.dispatch(ctx, m)
+}
+
+// dispatch is Dispatch in a context already tracked for Cancel.
+func (d *Dispatcher) dispatch(ctx context.Context, m Message) (resp Message) {
 	start := time.Now()
-	l := d.log().With("correlation_id", m.CorrelationID, "endpoint", m.Endpoint, "workspace", d.Workspace)
+	l := d.log().With("correlation_id", clip(m.CorrelationID, 100), "endpoint", clip(m.Endpoint, 200), "workspace", d.Workspace)
 	resp = Message{Type: TypeToolResponse, CorrelationID: m.CorrelationID}
 	defer func() {
 		// Whatever happened above — even a panic in this function's own
@@ -89,9 +176,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, m Message) (resp Message) {
 	if m.Type != TypeToolCall {
 		return fail(grove.Errorf(grove.ErrInvalid, "message type %q is not a tool_call", m.Type))
 	}
-	d.mu.RLock()
-	h := d.routes[m.Endpoint]
-	d.mu.RUnlock()
+	h := d.route(m.Endpoint)
 	if h == nil {
 		l.Warn("tunnel: unknown endpoint")
 		return fail(grove.Errorf(grove.ErrNotFound, "unknown endpoint %q", clip(m.Endpoint, 200)))
@@ -136,6 +221,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, m Message) (resp Message) {
 		select {
 		case o = <-done:
 		case <-t.C:
+			if errors.Is(context.Cause(ctx), errCallCancelled) {
+				l.Warn("tunnel: cancelled handler did not return")
+				return fail(&Error{Code: "E_CANCELLED", Message: "the call was cancelled"})
+			}
 			if ctx.Err() != nil {
 				l.Warn("tunnel: call abandoned: connection closing")
 				return fail(grove.Errorf(grove.ErrUnavailable, "the tunnel agent is shutting down"))
@@ -143,6 +232,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, m Message) (resp Message) {
 			l.Warn("tunnel: handler timeout", "timeout_ms", timeout.Milliseconds())
 			return fail(grove.Errorf(grove.ErrTimeout, "%s did not answer within %s", m.Endpoint, timeout))
 		}
+	}
+	if o.err != nil && errors.Is(context.Cause(ctx), errCallCancelled) && errors.Is(o.err, context.Canceled) {
+		o.err = &Error{Code: "E_CANCELLED", Message: "the call was cancelled"}
 	}
 	if o.err != nil {
 		l.Warn("tunnel: handler exception", "code", errorOf(o.err).Code, "err", clip(o.err.Error(), 512))
@@ -273,11 +365,23 @@ func (a *Agent) Serve(ctx context.Context, c Conn) error {
 				return err
 			}
 		case TypePong:
+		case TypeCancel:
+			// No answer of its own: the cancelled call still gets its
+			// one tool_response.
+			if a.D.Cancel(m.CorrelationID) {
+				l.Info("tunnel: call cancelled by the server", "correlation_id", clip(m.CorrelationID, 100))
+			} else {
+				l.Debug("tunnel: cancel for no call in flight", "correlation_id", clip(m.CorrelationID, 100))
+			}
 		case TypeToolCall:
+			// Tracked before the next message is read, so a cancel that
+			// follows at once finds the call.
+			cctx, done := a.D.track(ctx, m.CorrelationID)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp := a.D.Dispatch(ctx, m)
+				defer done()
+				resp := a.D.dispatch(cctx, m)
 				if err := write(resp); err != nil {
 					l.Warn("tunnel: response not sent", "correlation_id", m.CorrelationID, "endpoint", m.Endpoint, "err", err)
 				}
@@ -294,4 +398,53 @@ func (a *Agent) Serve(ctx context.Context, c Conn) error {
 			l.Warn("tunnel: unexpected message ignored", "type", clip(m.Type, 64))
 		}
 	}
+}
+
+// WorkspaceLogger is l with workspace=ws on every line that does not
+// already carry it: the reconnect loop's lines as well as the
+// dispatcher's, which add it themselves.
+func WorkspaceLogger(l *slog.Logger, ws string) *slog.Logger {
+	return slog.New(&wsHandler{h: l.Handler(), ws: ws})
+}
+
+type wsHandler struct {
+	h   slog.Handler
+	ws  string
+	has bool // an attribute named workspace was added through WithAttrs
+	grp bool // inside a group: the attribute would land in it
+}
+
+func (w *wsHandler) Enabled(ctx context.Context, lv slog.Level) bool { return w.h.Enabled(ctx, lv) }
+
+func (w *wsHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !w.has && !w.grp {
+		found := false
+		r.Attrs(func(a slog.Attr) bool {
+			found = a.Key == "workspace"
+			return !found
+		})
+		if !found {
+			r = r.Clone()
+			r.AddAttrs(slog.String("workspace", w.ws))
+		}
+	}
+	return w.h.Handle(ctx, r)
+}
+
+func (w *wsHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *w
+	c.h = w.h.WithAttrs(as)
+	for _, a := range as {
+		if a.Key == "workspace" && !w.grp {
+			c.has = true
+		}
+	}
+	return &c
+}
+
+func (w *wsHandler) WithGroup(name string) slog.Handler {
+	c := *w
+	c.h = w.h.WithGroup(name)
+	c.grp = true
+	return &c
 }

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -30,15 +30,59 @@ const (
 type Local struct {
 	ReadOnly bool
 
-	fs     *fsops.FS
-	tmpDir string // removed by Close when Local made it
+	fs        *fsops.FS
+	tmpDir    string // removed by Close when Local made it
+	workspace string
+	log       *slog.Logger
+	term      *terminal // nil: no mirror
+	sessions  sessions
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// OpenLocal confines every route to dir. Writes keep their temporary files
-// in a directory of their own outside dir on the same filesystem (under
-// os.TempDir() when that is, else beside dir), as fsops requires; a
-// read-only Local has none.
+// LocalOptions configure OpenLocalWith.
+type LocalOptions struct {
+	ReadOnly bool
+	// Workspace is the registered name: the terminal's tmux session is
+	// grove-<Workspace>, and it is on the log lines.
+	Workspace string
+	// Terminal is the mirror of the commands; without Workspace, or
+	// Disabled, there is none. A read-only tunnel runs no command and has
+	// none either.
+	Terminal TerminalOptions
+	Log      *slog.Logger // nil discards
+}
+
+// OpenLocal confines every route to dir, with no terminal mirror (see
+// OpenLocalWith).
 func OpenLocal(dir string, readOnly bool) (*Local, error) {
+	return OpenLocalWith(dir, LocalOptions{ReadOnly: readOnly})
+}
+
+// OpenLocalWith confines every route to dir. Writes keep their temporary
+// files in a directory of their own outside dir on the same filesystem
+// (under os.TempDir() when that is, else beside dir), as fsops requires; a
+// read-only Local has none.
+func OpenLocalWith(dir string, o LocalOptions) (*Local, error) {
+	l, err := openLocal(dir, o.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	l.workspace, l.log = o.Workspace, o.Log
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	l.log = l.log.With("workspace", o.Workspace)
+	if !o.ReadOnly && o.Workspace != "" && !o.Terminal.Disabled {
+		if l.term, err = openTerminal(o.Workspace, l.fs.Dir(), o.Terminal, l.log); err != nil {
+			l.log.Warn("tunnel: no terminal mirror", "err", err)
+			l.term = nil
+		}
+	}
+	return l, nil
+}
+
+func openLocal(dir string, readOnly bool) (*Local, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
@@ -46,7 +90,7 @@ func OpenLocal(dir string, readOnly bool) (*Local, error) {
 	if st, err := os.Stat(real); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("tunnel: %s is not a directory", dir)
 	}
-	l := &Local{ReadOnly: readOnly}
+	l := &Local{ReadOnly: readOnly, log: slog.New(slog.DiscardHandler)}
 	if readOnly {
 		l.fs, err = fsops.Open(real, fsops.Options{})
 		return l, err
@@ -71,25 +115,47 @@ func OpenLocal(dir string, readOnly bool) (*Local, error) {
 // Dir is the served directory, symlinks resolved.
 func (l *Local) Dir() string { return l.fs.Dir() }
 
-// Close releases the directory and removes the temporary directory (if
+// TerminalWhere says how the developer watches the agent's commands (a
+// tmux attach command and the log file), or "" without a mirror.
+func (l *Local) TerminalWhere() string {
+	if l.term == nil {
+		return ""
+	}
+	return l.term.Where()
+}
+
+// Close kills the async commands still running, ends the terminal
+// mirror, releases the directory and removes the temporary directory (if
 // empty).
 func (l *Local) Close() error {
-	err := l.fs.Close()
-	if l.tmpDir != "" {
-		os.Remove(l.tmpDir)
-	}
-	return err
+	l.closeOnce.Do(func() {
+		l.sessions.killAll()
+		l.term.close()
+		l.closeErr = l.fs.Close()
+		if l.tmpDir != "" {
+			os.Remove(l.tmpDir)
+		}
+	})
+	return l.closeErr
 }
 
 // Routes adds the local routes to d.
 func (l *Local) Routes(d *Dispatcher) {
 	d.Handle(RouteExecute, l.execute)
+	d.HandlePrefix(RouteSessionPrefix, l.sessionRoute)
 	d.Handle(RouteRead, l.read)
 	d.Handle(RouteWrite, l.write)
+	d.Handle(RouteList, l.list)
+	d.Handle(RouteDelete, l.delete)
+	d.Handle(RouteSearch, l.search)
+	d.Handle(RouteGitStatus, l.gitStatus)
+	d.Handle(RouteGitDiff, l.gitDiff)
+	d.Handle(RouteGitLog, l.gitLog)
+	d.Handle(RouteGitCommit, l.gitCommit)
 }
 
 func decode(payload json.RawMessage, v any) error {
-	if len(payload) == 0 {
+	if len(payload) == 0 || string(payload) == "null" {
 		payload = json.RawMessage("{}")
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -109,69 +175,156 @@ func (l *Local) execute(ctx context.Context, payload json.RawMessage) (any, erro
 		return nil, err
 	}
 	var argv []string
+	cmdline := req.Shell
 	switch {
 	case len(req.Argv) > 0 && req.Shell != "":
 		return nil, grove.Errorf(grove.ErrInvalid, "give argv or shell, not both")
 	case len(req.Argv) > 0:
-		argv = req.Argv
+		if req.Argv[0] == "" {
+			return nil, grove.Errorf(grove.ErrInvalid, "argv[0] is empty")
+		}
+		argv, cmdline = req.Argv, shellQuote(req.Argv)
 	case req.Shell != "":
 		argv = []string{"/bin/sh", "-c", req.Shell}
 	default:
 		return nil, grove.Errorf(grove.ErrInvalid, "argv or shell is required")
 	}
-	rel := req.Cwd
-	if rel == "" {
-		rel = "."
+	for _, a := range argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, grove.Errorf(grove.ErrInvalid, "the command contains a NUL byte")
+		}
 	}
-	clean, err := fsops.CleanPath(rel)
+	if err := checkEnv(req.Env); err != nil {
+		return nil, err
+	}
+	if req.TimeoutMS < 0 || req.MaxOutput < 0 {
+		return nil, grove.Errorf(grove.ErrInvalid, "timeout_ms and max_output must not be negative")
+	}
+	dir, err := l.dirOf(req.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	st, err := l.fs.Stat(clean)
-	if err != nil {
-		return nil, err
+	maxOut := req.MaxOutput
+	if maxOut <= 0 || maxOut > MaxOutputBytes {
+		maxOut = MaxOutputBytes
 	}
-	if !st.IsDir {
-		return nil, grove.Errorf(grove.ErrInvalid, "cwd %q is not a directory", clip(rel, 200))
+	p := procParams{argv: argv, dir: dir, env: withEnv(agentEnv(), req.Env), max: maxOut, keep: true}
+	if req.Stdin != "" {
+		p.stdin = []byte(req.Stdin)
+	}
+	var mirror *mirrorCmd
+	if !req.Hidden {
+		note := ""
+		if req.Async {
+			note = "async"
+		}
+		mirror = l.term.begin(cmdline, note)
+	}
+	if req.Async {
+		return l.startAsync(req, p, mirror)
 	}
 	if req.TimeoutMS > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
-		defer cancel()
+		p.timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	}
-
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = filepath.Join(l.fs.Dir(), clean)
-	cmd.Env = agentEnv()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// The whole process group dies at the deadline, not just the leader.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// Completion is the process's exit: a background child still holding
-	// stdout does not keep the call open past this.
-	cmd.WaitDelay = time.Second
-	var stdout, stderr capBuffer
-	stdout.max, stderr.max = MaxOutputBytes, MaxOutputBytes
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	res := ExecResult{DurationMS: time.Since(start).Milliseconds(), TimedOut: ctx.Err() != nil,
-		Stdout: stdout.String(), Stderr: stderr.String(), Truncated: stdout.over || stderr.over}
-	var ee *exec.ExitError
-	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay):
-		if cmd.ProcessState != nil {
-			res.ExitCode = cmd.ProcessState.ExitCode()
-		}
-	case errors.As(err, &ee):
-		res.ExitCode = ee.ExitCode() // -1 when killed by a signal
-	case res.TimedOut:
-		res.ExitCode = -1
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, os.ErrNotExist):
-		return nil, grove.Errorf(grove.ErrNotInstalled, "%s: command not found", clip(argv[0], 200))
-	default:
-		return nil, grove.Errorf(grove.ErrInvalid, "starting the command: %s", clip(err.Error(), 300))
+	if mirror != nil {
+		p.emit = func(c grove.Chunk) error { mirror.output(c.Data); return nil }
+	}
+	r, err := runProc(ctx, p)
+	if err != nil {
+		return nil, l.startFailed(argv, mirror, err)
+	}
+	res := execResult(r)
+	mirror.end(res, res.Truncated)
+	if r.cancelled {
+		return nil, &Error{Code: "E_CANCELLED", Message: "the call was cancelled; the command was killed"}
 	}
 	return res, nil
+}
+
+// execResult is the route's rendering of a process's end.
+func execResult(r *procResult) ExecResult {
+	return ExecResult{
+		ExitCode: r.exit, Stdout: strings.ToValidUTF8(string(r.stdout), "\uFFFD"), Stderr: strings.ToValidUTF8(string(r.stderr), "\uFFFD"),
+		DurationMS: r.duration.Milliseconds(), TimedOut: r.timedOut,
+		Truncated: r.stdoutOmit > 0 || r.stderrOmit > 0, StdoutOmitted: r.stdoutOmit, StderrOmitted: r.stderrOmit,
+	}
+}
+
+func (l *Local) startFailed(argv []string, mirror *mirrorCmd, err error) error {
+	var se errStart
+	if errors.As(err, &se) && (errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist)) {
+		err = grove.Errorf(grove.ErrNotInstalled, "%s: command not found", clip(argv[0], 200))
+	} else if errors.As(err, &se) {
+		err = grove.Errorf(grove.ErrInvalid, "starting the command: %s", clip(err.Error(), 300))
+	}
+	if mirror != nil {
+		mirror.t.write([]byte("[not started: " + errorOf(err).Message + "]\n"))
+	}
+	return err
+}
+
+// startAsync starts p as a session and answers with its id. The command
+// runs on after the call answered, bounded by its own timeout (at most
+// MaxAsyncTimeout) and by the agent's life.
+func (l *Local) startAsync(req ExecRequest, p procParams, mirror *mirrorCmd) (any, error) {
+	p.timeout = MaxAsyncTimeout
+	if req.TimeoutMS > 0 {
+		p.timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, MaxAsyncTimeout)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{id: newSessionID(), started: time.Now(), running: true, done: make(chan struct{}), cancel: cancel}
+	if err := l.sessions.add(s); err != nil {
+		cancel()
+		if mirror != nil {
+			mirror.t.write([]byte("[refused: " + err.Error() + "]\n"))
+		}
+		return nil, err
+	}
+	p.keep = false // the session holds the output
+	p.emit = func(c grove.Chunk) error {
+		mirror.output(c.Data)
+		return s.append(c)
+	}
+	started := make(chan error, 1)
+	p.started = func(pgid int) {
+		s.mu.Lock()
+		s.pgid = pgid
+		s.mu.Unlock()
+		started <- nil
+	}
+	log := l.log.With("session_id", s.id)
+	go func() {
+		defer cancel()
+		r, err := runProc(ctx, p)
+		finish := func(res *ExecResult) {
+			s.mu.Lock()
+			s.result, s.running, s.finishedAt = res, false, time.Now()
+			s.mu.Unlock()
+			close(s.done)
+		}
+		if err != nil {
+			finish(&ExecResult{ExitCode: -1})
+			select {
+			case started <- l.startFailed(p.argv, mirror, err):
+				// Not started: the call answers with the error, and
+				// there is no session.
+				l.sessions.remove(s.id)
+			default:
+				log.Warn("tunnel: async command failed", "err", clip(err.Error(), 300))
+			}
+			return
+		}
+		res := execResult(r)
+		res.Stdout, res.Stderr = "", ""
+		mirror.end(res, res.Truncated)
+		finish(&res)
+		log.Info("tunnel: async command ended", "exit_code", res.ExitCode, "timed_out", res.TimedOut, "duration_ms", res.DurationMS)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	log.Info("tunnel: async command started", "timeout_ms", p.timeout.Milliseconds())
+	return AsyncStarted{SessionID: s.id}, nil
 }
 
 // agentEnv is the agent's environment without its API key: the commands
@@ -185,31 +338,6 @@ func agentEnv() []string {
 		env = append(env, kv)
 	}
 	return env
-}
-
-type capBuffer struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := len(p)
-	if room := c.max - c.b.Len(); room < len(p) {
-		c.over = true
-		p = p[:max(room, 0)]
-	}
-	c.b.Write(p)
-	return n, nil
-}
-
-func (c *capBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return strings.ToValidUTF8(c.b.String(), "\uFFFD")
 }
 
 func (l *Local) read(ctx context.Context, payload json.RawMessage) (any, error) {

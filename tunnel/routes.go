@@ -87,11 +87,18 @@ type AsyncStarted struct {
 // Offset of each stream: the bytes already returned are not repeated when
 // the caller passes the offsets back) and, once it exited, its result.
 type SessionOutput struct {
-	SessionID string      `json:"session_id"`
-	Running   bool        `json:"running"`
-	Stdout    string      `json:"stdout"`
-	Stderr    string      `json:"stderr"`
-	Result    *ExecResult `json:"result,omitempty"` // set once it exited
+	SessionID string `json:"session_id"`
+	Running   bool   `json:"running"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	// StdoutNext and StderrNext are the offsets to pass back for the
+	// output that follows.
+	StdoutNext int64 `json:"stdout_next_offset"`
+	StderrNext int64 `json:"stderr_next_offset"`
+	// Result is set once it exited: exit code, duration, timed_out and the
+	// omitted counts; its stdout and stderr are empty (the output is
+	// above, from the offsets).
+	Result *ExecResult `json:"result,omitempty"`
 }
 
 // SessionOutputRequest is the optional payload of .../output.

@@ -41,7 +41,9 @@ func TestTunnelCommand(t *testing.T) {
 
 	start := func(key string, args ...string) (*exec.Cmd, *testenv.Buffer) {
 		cmd := exec.Command(os.Args[0], append([]string{"tunnel", "--server", srv.URL, "--dir", dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GROVE_CLI_MAIN=1", "GROVE_API_KEY="+key)
+		// No terminal mirror: the agent is SIGKILLed below, and would leave
+		// its tmux session on the machine's grove-tunnel socket.
+		cmd.Env = append(os.Environ(), "GROVE_CLI_MAIN=1", "GROVE_API_KEY="+key, "GROVE_TUNNEL_NO_TERMINAL=1")
 		var errb testenv.Buffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
@@ -90,6 +92,9 @@ func TestTunnelCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".vscode")); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "commands are not shown (--no-terminal)") {
+		t.Fatalf("GROVE_TUNNEL_NO_TERMINAL not honoured: %s", stderr)
 	}
 	if !strings.Contains(stderr.String(), "correlation_id=") {
 		t.Fatalf("no correlation-id trace on the agent's side: %s", stderr)

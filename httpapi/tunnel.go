@@ -34,7 +34,7 @@ func (s *Server) tunnelConnect(w http.ResponseWriter, r *http.Request, c *caller
 }
 
 func (s *Server) listTunnels(w http.ResponseWriter, r *http.Request, c *caller) error {
-	list := s.tunnels.List(c.p.User)
+	list := s.tunnels.ListAll(r.Context(), c.p.User)
 	if list == nil {
 		list = []tunnel.Info{}
 	}

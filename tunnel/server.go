@@ -119,6 +119,10 @@ func (r *Registry) Serve(ctx context.Context, user string, c Conn) error {
 		return refuse(err)
 	}
 	defer r.remove(t)
+	if r.Cluster != nil {
+		// Outside the registry's lock: Redis may be slow.
+		r.Cluster.announce(t)
+	}
 	if err := t.write(ctx, Message{Type: TypeRegistered, HeartbeatMS: hb.Milliseconds()}); err != nil {
 		t.kill("registration not acknowledged")
 		return err
@@ -201,21 +205,19 @@ func (r *Registry) add(t *Tunnel) error {
 		old.log.Info("tunnel: replaced by a new connection")
 		old.kill("replaced by a newer connection")
 	}
-	if r.Cluster != nil {
-		r.Cluster.announce(t)
-	}
 	return nil
 }
 
 func (r *Registry) remove(t *Tunnel) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	k := key{t.user, t.info.Workspace}
-	if r.tunnels[k] == t {
+	held := r.tunnels[k] == t
+	if held {
 		delete(r.tunnels, k)
-		if r.Cluster != nil {
-			r.Cluster.withdraw(t)
-		}
+	}
+	r.mu.Unlock()
+	if held && r.Cluster != nil {
+		r.Cluster.withdraw(t) // outside the lock: Redis may be slow
 	}
 }
 

@@ -352,10 +352,11 @@ func (c *Cluster) forward(ctx context.Context, user, name, endpoint string, payl
 					l.Info("tunnel: forwarded call failed on the other server", "code", m.Error.Code, "duration_ms", time.Since(start).Milliseconds())
 					return nil, wireError(m.Error)
 				}
-				l.Info("tunnel: response received from another server", "success", m.Response != nil && m.Response.Success, "duration_ms", time.Since(start).Milliseconds())
 				if m.Response == nil {
+					l.Warn("tunnel: empty answer from another server")
 					return nil, grove.Errorf(grove.ErrUnavailable, "tunnel %q: empty answer from its server", name)
 				}
+				l.Info("tunnel: response received from another server", "correlation_id", m.Response.CorrelationID, "success", m.Response.Success, "code", codeOfResponse(m.Response), "duration_ms", time.Since(start).Milliseconds())
 				return m.Response, nil
 			}
 		case <-ack.C:
@@ -440,7 +441,7 @@ func (c *Cluster) handle(ctx context.Context, m fwdMsg) {
 			c.publish(pctx, m.From, fwdMsg{Kind: "ack", ID: m.ID, From: c.id})
 			pcancel()
 			c.log.Info("tunnel: call received from another server", "user", m.User, "workspace", m.Name, "workspace_id", WorkspaceID(m.Name), "forward_id", m.ID, "endpoint", m.Endpoint, "from_server", m.From)
-			resp, err := c.reg.callLocal(cctx, m.User, m.Name, m.Endpoint, m.Payload, time.Duration(m.TimeoutMS)*time.Millisecond, m.From)
+			resp, err := c.reg.callLocal(cctx, m.User, m.Name, m.Endpoint, m.Payload, time.Duration(m.TimeoutMS)*time.Millisecond, "from_server", m.From, "forward_id", m.ID)
 			out := fwdMsg{Kind: "response", ID: m.ID, From: c.id, Response: resp}
 			if err != nil {
 				if cctx.Err() != nil {
@@ -455,4 +456,11 @@ func (c *Cluster) handle(ctx context.Context, m fwdMsg) {
 			}
 		}()
 	}
+}
+
+func codeOfResponse(r *Response) string {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Code
 }

@@ -315,7 +315,7 @@ func (r *Registry) Call(ctx context.Context, user, name, endpoint string, payloa
 	if t := r.get(user, name); (t == nil || t.isDead()) && r.Cluster != nil {
 		return r.Cluster.forward(ctx, user, name, endpoint, payload, r.timeout(timeout))
 	}
-	return r.callLocal(ctx, user, name, endpoint, payload, timeout, "")
+	return r.callLocal(ctx, user, name, endpoint, payload, timeout)
 }
 
 func (r *Registry) timeout(d time.Duration) time.Duration {
@@ -332,9 +332,9 @@ func (r *Registry) grace() time.Duration {
 	return r.Grace
 }
 
-// callLocal is Call on a tunnel of this process; from names the server a
-// forwarded call came from, for the trace.
-func (r *Registry) callLocal(ctx context.Context, user, name, endpoint string, payload json.RawMessage, timeout time.Duration, from string) (*Response, error) {
+// callLocal is Call on a tunnel of this process; trace is added to the
+// call's log lines (a forwarded call's origin).
+func (r *Registry) callLocal(ctx context.Context, user, name, endpoint string, payload json.RawMessage, timeout time.Duration, trace ...any) (*Response, error) {
 	t := r.get(user, name)
 	if t == nil || t.isDead() {
 		return nil, grove.Errorf(grove.ErrNotFound, "no tunnel named %q is connected", clip(name, 64))
@@ -343,8 +343,8 @@ func (r *Registry) callLocal(ctx context.Context, user, name, endpoint string, p
 	grace := r.grace()
 	id := newID()
 	l := t.log.With("correlation_id", id, "endpoint", endpoint)
-	if from != "" {
-		l = l.With("forwarded_from", from)
+	if len(trace) > 0 {
+		l = l.With(trace...)
 	}
 	ch := make(chan Message, 1)
 	t.mu.Lock()

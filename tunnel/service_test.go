@@ -145,7 +145,9 @@ func TestTunnelWorkspaceListedForOwnerOnly(t *testing.T) {
 		t.Fatalf("bob's list: %d %s", st, b)
 	}
 	norm := func(b []byte, id string) string {
-		var x struct{ Error struct{ Code, Message string } }
+		var x struct {
+			Error struct{ Code, Message string }
+		}
 		json.Unmarshal(b, &x)
 		return x.Error.Code + " " + strings.ReplaceAll(x.Error.Message, id, "ID")
 	}

@@ -251,11 +251,7 @@ func (s *Service) Exec(ctx context.Context, id string, req grove.ExecRequest) (*
 	if err := s.call(ctx, id, RouteExecute, p, timeout, &r); err != nil {
 		return nil, err
 	}
-	res := &grove.ExecResult{
-		ExitCode: r.ExitCode, Stdout: []byte(r.Stdout), Stderr: []byte(r.Stderr),
-		TimedOut: r.TimedOut, Truncated: r.Truncated, StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted,
-		Duration: time.Duration(r.DurationMS) * time.Millisecond,
-	}
+	res := execResult(r)
 	if capped {
 		res.CappedTimeout = timeout
 	}
@@ -288,29 +284,144 @@ func execPayload(req grove.ExecRequest) (p ExecRequest, timeout time.Duration, c
 	return p, timeout, capped, nil
 }
 
-// ExecStream on a tunnel workspace runs the command like Exec and emits
-// its whole output when it has exited (stdout, then stderr): the agent's
-// synchronous route answers once. Progress is therefore not streamed.
+// ExecStream on a tunnel workspace starts the command as an async
+// session on the agent (ExecRequest.Async) and polls its output
+// (RouteSessionPrefix+"<id>/output", waiting up to a second each time for
+// the command to end), emitting what arrives: output reaches the caller
+// within about a second. A caller that gives up (ctx, or emit failing)
+// kills the command (…/signal KILL). An agent that answers the start with
+// the command's result instead (one without async sessions) ran it
+// synchronously: its whole output is emitted once, at the end.
 func (s *Service) ExecStream(ctx context.Context, id string, req grove.ExecRequest, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
 	if _, ok := s.tunnelOf(id); !ok {
 		return s.Inner.ExecStream(ctx, id, req, emit)
 	}
-	res, err := s.Exec(ctx, id, req)
+	p, timeout, capped, err := execPayload(req)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []grove.Chunk{{Stream: grove.Stdout, Data: res.Stdout}, {Stream: grove.Stderr, Data: res.Stderr}} {
-		if len(c.Data) == 0 {
-			continue
+	p.Async = true
+	var started struct {
+		SessionID string `json:"session_id"`
+		ExecResult
+	}
+	if err := s.call(ctx, id, RouteExecute, p, timeout, &started); err != nil {
+		return nil, err
+	}
+	var res *grove.ExecResult
+	if started.SessionID == "" {
+		res = execResult(started.ExecResult)
+		for _, c := range []grove.Chunk{{Stream: grove.Stdout, Data: res.Stdout}, {Stream: grove.Stderr, Data: res.Stderr}} {
+			if len(c.Data) == 0 {
+				continue
+			}
+			if err := emit(c); err != nil {
+				return nil, err
+			}
 		}
-		if err := emit(c); err != nil {
+	} else {
+		res, err = s.follow(ctx, id, started.SessionID, req, timeout, emit)
+		if err != nil {
 			return nil, err
 		}
+	}
+	if capped {
+		res.CappedTimeout = timeout
 	}
 	if req.StreamOnly {
 		res.Stdout, res.Stderr = nil, nil
 	}
 	return res, nil
+}
+
+// sessionOutput is SessionOutput with the offsets to pass back.
+type sessionOutput struct {
+	Running    bool        `json:"running"`
+	Stdout     string      `json:"stdout"`
+	Stderr     string      `json:"stderr"`
+	StdoutNext int64       `json:"stdout_next_offset"`
+	StderrNext int64       `json:"stderr_next_offset"`
+	Result     *ExecResult `json:"result,omitempty"`
+}
+
+// follow polls async session sid until its command ends, emitting its
+// output, and returns its result with the output (each stream kept up to
+// req.MaxOutput, default MaxOutputBytes).
+func (s *Service) follow(ctx context.Context, id, sid string, req grove.ExecRequest, timeout time.Duration, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
+	kill := func() {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.call(kctx, id, RouteSessionPrefix+sid+"/signal", SignalRequest{Signal: "KILL"}, 5*time.Second, nil)
+	}
+	keep := req.MaxOutput
+	if keep <= 0 || keep > MaxOutputBytes {
+		keep = MaxOutputBytes
+	}
+	var stdout, stderr []byte
+	var outOff, errOff, outOmit, errOmit int64
+	add := func(buf []byte, data string, omitted *int64) []byte {
+		if req.StreamOnly {
+			return buf
+		}
+		room := max(keep-len(buf), 0)
+		if len(data) > room {
+			*omitted += int64(len(data) - room)
+			data = data[:room]
+		}
+		return append(buf, data...)
+	}
+	deadline := time.Now().Add(timeout + 30*time.Second)
+	for {
+		var o sessionOutput
+		err := s.call(ctx, id, RouteSessionPrefix+sid+"/output", SessionOutputRequest{StdoutOffset: outOff, StderrOffset: errOff, WaitMS: 1000}, 30*time.Second, &o)
+		if err != nil {
+			if ctx.Err() != nil {
+				kill()
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		for _, c := range []grove.Chunk{{Stream: grove.Stdout, Data: []byte(o.Stdout)}, {Stream: grove.Stderr, Data: []byte(o.Stderr)}} {
+			if len(c.Data) == 0 {
+				continue
+			}
+			if err := emit(c); err != nil {
+				kill()
+				return nil, err
+			}
+		}
+		stdout, stderr = add(stdout, o.Stdout, &outOmit), add(stderr, o.Stderr, &errOmit)
+		outOff, errOff = next(outOff, o.StdoutNext, o.Stdout), next(errOff, o.StderrNext, o.Stderr)
+		if o.Result != nil {
+			res := execResult(*o.Result)
+			res.Stdout, res.Stderr = stdout, stderr
+			res.StdoutOmitted += outOmit
+			res.StderrOmitted += errOmit
+			res.Truncated = res.Truncated || outOmit > 0 || errOmit > 0
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			kill()
+			return nil, grove.Errorf(grove.ErrTimeout, "the command did not end within %s", timeout)
+		}
+	}
+}
+
+// next is the offset after a chunk: the agent's, or (from an agent that
+// does not send it) the old one plus the chunk's length.
+func next(old, agent int64, chunk string) int64 {
+	if agent > 0 {
+		return agent
+	}
+	return old + int64(len(chunk))
+}
+
+func execResult(r ExecResult) *grove.ExecResult {
+	return &grove.ExecResult{
+		ExitCode: r.ExitCode, Stdout: []byte(r.Stdout), Stderr: []byte(r.Stderr),
+		TimedOut: r.TimedOut, Truncated: r.Truncated, StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted,
+		Duration: time.Duration(r.DurationMS) * time.Millisecond,
+	}
 }
 
 // defaultReadCap is ReadFile's cap when the caller gives none (the agent's

@@ -443,3 +443,77 @@ func TestCallCancelSendsCancel(t *testing.T) {
 	}
 	agentEnd.Close("done")
 }
+
+// ExecStream follows an async session: output is emitted as the agent
+// reports it, offsets are passed back, the result carries the output; a
+// caller that gives up kills the command.
+func TestExecStreamFollowsSession(t *testing.T) {
+	const sid = "s_0123456789abcdef"
+	var mu sync.Mutex
+	var polls []string
+	var signals []string
+	hang := make(chan struct{})
+	routes := map[string]tunnel.Handler{
+		tunnel.RouteExecute: func(_ context.Context, p json.RawMessage) (any, error) {
+			var req tunnel.ExecRequest
+			json.Unmarshal(p, &req)
+			if !req.Async {
+				return nil, grove.Errorf(grove.ErrInvalid, "want async")
+			}
+			return tunnel.AsyncStarted{SessionID: sid}, nil
+		},
+		tunnel.RouteSessionPrefix + sid + "/output": func(ctx context.Context, p json.RawMessage) (any, error) {
+			mu.Lock()
+			polls = append(polls, string(p))
+			n := len(polls)
+			mu.Unlock()
+			select {
+			case <-hang:
+				<-ctx.Done()
+				return nil, ctx.Err()
+			default:
+			}
+			if n == 1 {
+				return map[string]any{"session_id": sid, "running": true, "stdout": "hel", "stdout_next_offset": 3}, nil
+			}
+			return map[string]any{"session_id": sid, "stdout": "lo\n", "stdout_next_offset": 6, "stderr": "e", "stderr_next_offset": 1,
+				"result": map[string]any{"exit_code": 2, "duration_ms": 5, "stdout": "", "stderr": ""}}, nil
+		},
+		tunnel.RouteSessionPrefix + sid + "/signal": func(_ context.Context, p json.RawMessage) (any, error) {
+			mu.Lock()
+			signals = append(signals, string(p))
+			mu.Unlock()
+			return map[string]any{"session_id": sid}, nil
+		},
+	}
+	e := newSvcEnv(t, nil)
+	e.agent(t.TempDir(), "proj", false, routes)
+	svc := tunnel.Scope(noWorkspaces{}, e.reg, "alice")
+	var got []string
+	res, err := svc.ExecStream(context.Background(), "local-proj", grove.ExecRequest{Argv: []string{"x"}}, func(c grove.Chunk) error {
+		got = append(got, string(c.Stream)+":"+string(c.Data))
+		return nil
+	})
+	if err != nil || res.ExitCode != 2 || string(res.Stdout) != "hello\n" || string(res.Stderr) != "e" || res.Duration != 5*time.Millisecond {
+		t.Fatalf("result %+v %v", res, err)
+	}
+	if strings.Join(got, "|") != "stdout:hel|stdout:lo\n|stderr:e" {
+		t.Fatalf("emitted %q", got)
+	}
+	if len(polls) != 2 || !strings.Contains(polls[1], `"stdout_offset":3`) {
+		t.Fatalf("polls %q", polls)
+	}
+
+	// The caller gives up while the command runs: it is killed.
+	close(hang)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := svc.ExecStream(ctx, "local-proj", grove.ExecRequest{Argv: []string{"x"}}, func(grove.Chunk) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled ExecStream: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(signals) != 1 || signals[0] != `{"signal":"KILL"}` {
+		t.Fatalf("signals %q", signals)
+	}
+}

@@ -251,7 +251,7 @@ func (s *Service) Exec(ctx context.Context, id string, req grove.ExecRequest) (*
 	if err := s.call(ctx, id, RouteExecute, p, timeout, &r); err != nil {
 		return nil, err
 	}
-	res := execResult(r)
+	res := groveExecResult(r)
 	if capped {
 		res.CappedTimeout = timeout
 	}
@@ -310,7 +310,7 @@ func (s *Service) ExecStream(ctx context.Context, id string, req grove.ExecReque
 	}
 	var res *grove.ExecResult
 	if started.SessionID == "" {
-		res = execResult(started.ExecResult)
+		res = groveExecResult(started.ExecResult)
 		for _, c := range []grove.Chunk{{Stream: grove.Stdout, Data: res.Stdout}, {Stream: grove.Stderr, Data: res.Stderr}} {
 			if len(c.Data) == 0 {
 				continue
@@ -334,8 +334,8 @@ func (s *Service) ExecStream(ctx context.Context, id string, req grove.ExecReque
 	return res, nil
 }
 
-// sessionOutput is SessionOutput with the offsets to pass back.
-type sessionOutput struct {
+// polledOutput is SessionOutput with the offsets to pass back.
+type polledOutput struct {
 	Running    bool        `json:"running"`
 	Stdout     string      `json:"stdout"`
 	Stderr     string      `json:"stderr"`
@@ -372,7 +372,7 @@ func (s *Service) follow(ctx context.Context, id, sid string, req grove.ExecRequ
 	}
 	deadline := time.Now().Add(timeout + 30*time.Second)
 	for {
-		var o sessionOutput
+		var o polledOutput
 		err := s.call(ctx, id, RouteSessionPrefix+sid+"/output", SessionOutputRequest{StdoutOffset: outOff, StderrOffset: errOff, WaitMS: 1000}, 30*time.Second, &o)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -391,9 +391,9 @@ func (s *Service) follow(ctx context.Context, id, sid string, req grove.ExecRequ
 			}
 		}
 		stdout, stderr = add(stdout, o.Stdout, &outOmit), add(stderr, o.Stderr, &errOmit)
-		outOff, errOff = next(outOff, o.StdoutNext, o.Stdout), next(errOff, o.StderrNext, o.Stderr)
+		outOff, errOff = nextOffset(outOff, o.StdoutNext, o.Stdout), nextOffset(errOff, o.StderrNext, o.Stderr)
 		if o.Result != nil {
-			res := execResult(*o.Result)
+			res := groveExecResult(*o.Result)
 			res.Stdout, res.Stderr = stdout, stderr
 			res.StdoutOmitted += outOmit
 			res.StderrOmitted += errOmit
@@ -407,16 +407,16 @@ func (s *Service) follow(ctx context.Context, id, sid string, req grove.ExecRequ
 	}
 }
 
-// next is the offset after a chunk: the agent's, or (from an agent that
+// nextOffset is the offset after a chunk: the agent's, or (from an agent that
 // does not send it) the old one plus the chunk's length.
-func next(old, agent int64, chunk string) int64 {
+func nextOffset(old, agent int64, chunk string) int64 {
 	if agent > 0 {
 		return agent
 	}
 	return old + int64(len(chunk))
 }
 
-func execResult(r ExecResult) *grove.ExecResult {
+func groveExecResult(r ExecResult) *grove.ExecResult {
 	return &grove.ExecResult{
 		ExitCode: r.ExitCode, Stdout: []byte(r.Stdout), Stderr: []byte(r.Stderr),
 		TimedOut: r.TimedOut, Truncated: r.Truncated, StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted,

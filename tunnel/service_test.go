@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -231,15 +232,50 @@ func TestCatalogOnTunnelWorkspace(t *testing.T) {
 	if st, b := e.do("GET", "/v1/workspaces/local-proj/files/b.bin", aliceKey, nil); st != 200 || !bytes.Equal(b, []byte{0xff, 0x00, 'x'}) {
 		t.Fatalf("GET binary: %d %q", st, b)
 	}
-	st, b := e.do("POST", "/v1/workspaces/local-proj/exec", aliceKey, map[string]any{"argv": []string{"sh", "-c", "cat; echo $GREETING"}, "stdin": "aW4K", "env": map[string]string{"GREETING": "hi"}})
-	if st != 200 {
-		t.Fatalf("exec: %d %s", st, b)
-	}
-	var res grove.ExecResult
-	json.Unmarshal(b, &res)
-	if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "hi") {
-		t.Logf("exec with stdin and env: %s (the agent of this branch may not pass them yet)", b)
-	}
+	t.Run("exec_stdin_env", func(t *testing.T) {
+		st, b := e.do("POST", "/v1/workspaces/local-proj/exec", aliceKey, map[string]any{"argv": []string{"sh", "-c", "cat; echo $GREETING"}, "stdin": "in\n", "env": map[string]string{"GREETING": "hi"}})
+		var res struct {
+			ExitCode int    `json:"exit_code"`
+			Stdout   string `json:"stdout"`
+		}
+		if err := json.Unmarshal(b, &res); st != 200 || err != nil {
+			t.Fatalf("exec: %d %s", st, b)
+		}
+		if res.Stdout == "\n" {
+			t.Skip("the agent of this branch ignores stdin and env")
+		}
+		if res.ExitCode != 0 || res.Stdout != "in\nhi\n" {
+			t.Fatalf("exec with stdin and env: %s", b)
+		}
+	})
+	// A caller that gives up kills the command on the developer's machine
+	// (ExecStream: the async session is signalled; Exec: the call is
+	// cancelled).
+	t.Run("cancel_kills", func(t *testing.T) {
+		if !agentServes(t, e, "proj", tunnel.RouteSessionPrefix+"s_0000000000000000/output") {
+			t.Skip("the agent of this branch has no async sessions nor cancel")
+		}
+		svc := tunnel.Scope(noWorkspaces{}, e.reg, "alice")
+		for i, stream := range []bool{false, true} {
+			marker := fmt.Sprintf("survived-%d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			req := grove.ExecRequest{Argv: []string{"sh", "-c", "sleep 1; touch " + marker}}
+			var err error
+			if stream {
+				_, err = svc.ExecStream(ctx, "local-proj", req, func(grove.Chunk) error { return nil })
+			} else {
+				_, err = svc.Exec(ctx, "local-proj", req)
+			}
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("stream %v: %v", stream, err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+				t.Fatalf("stream %v: the command outlived its cancelled caller", stream)
+			}
+		}
+	})
 
 	pending := func(t *testing.T, isErr bool, text string) {
 		t.Helper()
@@ -292,6 +328,17 @@ func TestCatalogOnTunnelWorkspace(t *testing.T) {
 			t.Fatalf("git_diff: %v %s", isErr, text)
 		}
 	})
+}
+
+// agentServes reports whether alice's agent name has endpoint (it does
+// not answer "unknown endpoint").
+func agentServes(t *testing.T, e *env, name, endpoint string) bool {
+	t.Helper()
+	r, err := e.reg.Call(context.Background(), "alice", name, endpoint, json.RawMessage(`{}`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Success || r.Error == nil || !strings.Contains(r.Error.Message, "unknown endpoint")
 }
 
 func gitInit(t *testing.T, dir string) {

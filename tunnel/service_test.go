@@ -165,7 +165,7 @@ func TestTunnelWorkspaceListedForOwnerOnly(t *testing.T) {
 		t.Fatalf("tools: bob on alice's tunnel %d %s; on an unknown id %d %s", st1, b1, st2, b2)
 	}
 	// Destroy and push are refused, release and pin are no-ops.
-	if st, b := e.do("DELETE", "/v1/workspaces/local-proj", aliceKey, nil); st != 501 && !strings.Contains(string(b), "E_NOT_SUPPORTED") {
+	if st, b := e.do("DELETE", "/v1/workspaces/local-proj", aliceKey, nil); st != 501 || !strings.Contains(string(b), "E_NOT_SUPPORTED") {
 		t.Fatalf("destroy: %d %s", st, b)
 	}
 	if st, b := e.do("POST", "/v1/workspaces/local-proj/git/push", aliceKey, map[string]any{}); !strings.Contains(string(b), "E_NOT_SUPPORTED") {

@@ -140,6 +140,20 @@ func TestTunnelWorkspaceListedForOwnerOnly(t *testing.T) {
 	if st, b := e.do("GET", "/v1/workspaces/local-proj", aliceKey, nil); st != 200 || !strings.Contains(string(b), `"mode":"local"`) {
 		t.Fatalf("show: %d %s", st, b)
 	}
+	// MCP bound to the read-only one lists no write tools.
+	ro := e.mcp(aliceKey, "/v1/workspaces/local-ro/mcp")
+	if tl, err := ro.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, tool := range tl.Tools {
+			if tool.Name == "write_file" || tool.Name == "run_command" {
+				t.Fatalf("read-only tunnel lists %s", tool.Name)
+			}
+		}
+	}
+	if isErr, text, _ := callTool(t, e.mcp(aliceKey, "/v1/mcp"), "write_file", map[string]any{"workspace_id": "local-ro", "path": "x", "content": "x"}); !isErr || !strings.Contains(text, "E_READ_ONLY_WORKSPACE") {
+		t.Fatalf("write_file on the read-only tunnel: %v %s", isErr, text)
+	}
 
 	// Bob: not listed, and local-proj is exactly an unknown id.
 	if st, b := e.do("GET", "/v1/workspaces", bobKey, nil); st != 200 || strings.Contains(string(b), "local-") {

@@ -161,6 +161,37 @@ func TestTunnelThroughAnotherServer(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the call through B outlived its agent by 5 s\nA: %s\nB: %s", a.stderr, b.stderr)
 	}
+	// The server holding a tunnel is killed (no cleanup): B's calls fail
+	// with E_UNAVAILABLE at once, not after the record's TTL.
+	agent2 := exec.Command(os.Args[0], "tunnel", "--server", a.url, "--dir", dir, "--name", name)
+	agent2.Env = agent.Env
+	agent2.Stderr = &agentErr
+	if err := agent2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	agent2Done := make(chan struct{})
+	go func() { agent2.Wait(); close(agent2Done) }()
+	t.Cleanup(func() { agent2.Process.Kill(); <-agent2Done })
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		if st, _ := apiDo(t, "GET", ws, key, nil); st == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second agent never registered: %s", &agentErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a.cmd.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if st, body := apiDo(t, "POST", ws+"/exec", key, map[string]any{"argv": []string{"true"}, "timeout_ms": 60000}); st != 503 || !strings.Contains(string(body), "E_UNAVAILABLE") || time.Since(start) > 2*time.Second {
+		t.Fatalf("call through B after A was killed: %d %s after %s", st, body, time.Since(start))
+	}
+	if st, body := apiDo(t, "GET", ws, key, nil); st != 404 {
+		t.Fatalf("the dead server's tunnel is still shown: %d %s", st, body)
+	}
+
 	if testing.Verbose() {
 		t.Logf("A: %s\nB: %s", a.stderr, b.stderr)
 	}

@@ -30,8 +30,8 @@ import (
 //     server's tells that server to close its older connection.
 //   - A call for a tunnel this process does not hold reads the record and
 //     publishes the call on the holder's channel. PUBLISH counts the
-//     receivers: none means the holder is gone (its record is removed
-//     and the call fails with E_UNAVAILABLE at once). The holder
+//     receivers: none means the holder is gone, and the call fails with
+//     E_UNAVAILABLE at once (its record expires with its TTL). The holder
 //     acknowledges at once and answers when the agent does; the caller
 //     fails with E_UNAVAILABLE when no acknowledgement comes within 5 s
 //     or the holder's subscription disappears while it waits (checked
@@ -327,10 +327,10 @@ func (c *Cluster) forward(ctx context.Context, user, name, endpoint string, payl
 		return nil, grove.Errorf(grove.ErrUnavailable, "tunnel %q: cannot reach its server: %v", name, err)
 	}
 	if n == 0 {
+		// Its record stays until its TTL: meanwhile the tunnel reads as
+		// unavailable (its agent is likely reconnecting elsewhere), not
+		// as never registered.
 		l.Warn("tunnel: call not forwarded: the server holding the tunnel is gone")
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		delIfMine.Run(dctx, c.rdb, []string{recordKey(user, name)}, owner+"\n")
-		cancel()
 		return nil, grove.Errorf(grove.ErrUnavailable, "tunnel %q: the server it is connected to is gone", name)
 	}
 	l.Info("tunnel: call forwarded to another server", "timeout_ms", timeout.Milliseconds())

@@ -188,8 +188,9 @@ func TestTunnelThroughAnotherServer(t *testing.T) {
 	if st, body := apiDo(t, "POST", ws+"/exec", key, map[string]any{"argv": []string{"true"}, "timeout_ms": 60000}); st != 503 || !strings.Contains(string(body), "E_UNAVAILABLE") || time.Since(start) > 2*time.Second {
 		t.Fatalf("call through B after A was killed: %d %s after %s", st, body, time.Since(start))
 	}
-	if st, body := apiDo(t, "GET", ws, key, nil); st != 404 {
-		t.Fatalf("the dead server's tunnel is still shown: %d %s", st, body)
+	start = time.Now()
+	if st, body := apiDo(t, "GET", ws+"/files/hello.txt", key, nil); st != 503 || time.Since(start) > 2*time.Second {
+		t.Fatalf("second call through B after A was killed: %d %s after %s", st, body, time.Since(start))
 	}
 
 	if testing.Verbose() {

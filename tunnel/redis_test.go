@@ -107,6 +107,22 @@ func TestClusterForwardsCalls(t *testing.T) {
 	if _, err := svcB.Exec(ctx, id, grove.ExecRequest{Argv: []string{"true"}}); err != nil {
 		t.Fatalf("after a cancelled call: %v", err)
 	}
+	// The cancel reaches the agent through A: the command is killed (an
+	// agent that honours cancel).
+	if agentServes(t, a, name, tunnel.RouteSessionPrefix+"s_0000000000000000/output") {
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, err = svcB.Exec(cctx, id, grove.ExecRequest{Argv: []string{"sh", "-c", "sleep 1; touch survived"}})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("cancelled call through B: %v", err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := os.Stat(filepath.Join(dir, "survived")); err == nil {
+			t.Fatal("the command outlived its caller cancelled on B")
+		}
+	} else {
+		t.Log("the agent of this branch does not honour cancel: not checked that it reaches the agent")
+	}
 
 	// The agent goes away mid-call: B's caller gets E_UNAVAILABLE at once.
 	errc := make(chan error, 1)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -73,8 +74,9 @@ type Cluster struct {
 	waiting map[string]chan fwdMsg        // forwarded calls of this server, by id
 	serving map[string]context.CancelFunc // calls served for another server, by from+id
 
-	stop context.CancelFunc
-	done chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed atomic.Bool
 }
 
 // NewCluster connects reg to the other servers sharing the Redis at url
@@ -113,6 +115,9 @@ func (c *Cluster) ID() string { return c.id }
 
 // Close withdraws this server's records and disconnects.
 func (c *Cluster) Close() {
+	if !c.closed.CompareAndSwap(false, true) {
+		return
+	}
 	c.stop()
 	<-c.done
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -188,6 +193,9 @@ return 1`)
 // announce records t as held here; a record of another server is
 // replaced and that server told to close its connection.
 func (c *Cluster) announce(t *Tunnel) {
+	if c.closed.Load() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	user, name := t.user, t.info.Workspace
@@ -206,6 +214,9 @@ func (c *Cluster) announce(t *Tunnel) {
 
 // withdraw deletes t's record if it is still this server's.
 func (c *Cluster) withdraw(t *Tunnel) {
+	if c.closed.Load() {
+		return // Close withdrew every record
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c.del(ctx, t.user, t.info.Workspace)

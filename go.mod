@@ -22,7 +22,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/moby/profiles/seccomp v0.3.0 // indirect
 	github.com/opencontainers/runtime-spec v1.2.1 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/crypto v0.39.0 // indirect

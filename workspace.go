@@ -14,6 +14,9 @@ const (
 	ModeAnalysis Mode = "analysis" // detached at a base ref, read-only
 	ModeEdit     Mode = "edit"     // one per conversation, branch agent/edits-<conversation>
 	ModeTask     Mode = "task"     // one per task, branch agent/task-<task>
+	// ModeLocal is a developer's own checkout served by `grove tunnel`
+	// (docs/TUNNEL.md). It is listed, never acquired: ParseMode refuses it.
+	ModeLocal Mode = "local"
 )
 
 // ParseMode validates a mode name.
@@ -51,7 +54,7 @@ type Capabilities struct {
 // CapabilitiesFor is the single source of truth for what a mode may do.
 func CapabilitiesFor(m Mode) Capabilities {
 	switch m {
-	case ModeEdit, ModeTask:
+	case ModeEdit, ModeTask, ModeLocal:
 		return Capabilities{Writable: true, Persistent: true}
 	default:
 		return Capabilities{}
@@ -113,13 +116,22 @@ type Workspace struct {
 	Pinned      bool           `json:"pinned"`
 	SizeBytes   int64          `json:"size_bytes"`
 	RuntimeKind string         `json:"runtime,omitempty"`
-	CreatedAt   time.Time      `json:"created_at"`
-	UpdatedAt   time.Time      `json:"updated_at"`
-	LastUsedAt  time.Time      `json:"last_used_at"`
+	// ReadOnly is set on a local workspace whose agent registered it
+	// read-only (grove tunnel --read-only): not writable whatever its mode.
+	ReadOnly   bool      `json:"read_only,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	LastUsedAt time.Time `json:"last_used_at"`
 }
 
 // Capabilities of this workspace, derived from its mode.
-func (w *Workspace) Capabilities() Capabilities { return CapabilitiesFor(w.Mode) }
+func (w *Workspace) Capabilities() Capabilities {
+	c := CapabilitiesFor(w.Mode)
+	if w.ReadOnly {
+		c.Writable = false
+	}
+	return c
+}
 
 // RequireWritable returns ErrReadOnly unless the workspace may be written.
 func (w *Workspace) RequireWritable() error {

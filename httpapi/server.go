@@ -253,7 +253,10 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 		info.user = p.User
 	}
 	// Names on the wire use wire.EscapePath: JSON cannot carry non-UTF-8 bytes.
-	return &caller{p: p, svc: wire.EscapeNames(auth.Scope(s.opt.Service, p)), token: r.Header.Get("X-Git-Token")}, nil
+	// The caller's live tunnels are workspaces too (mode local), served
+	// over their agents; tunnel.Scope sees only this user's.
+	svc := tunnel.Scope(auth.Scope(s.opt.Service, p), s.tunnels, p.User)
+	return &caller{p: p, svc: wire.EscapeNames(svc), token: r.Header.Get("X-Git-Token")}, nil
 }
 
 type reqIDKey struct{}

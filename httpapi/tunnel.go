@@ -12,9 +12,12 @@ import (
 
 // Local mode (docs/TUNNEL.md): a developer's `grove tunnel` connects to
 // GET /v1/tunnel with their API key and registers a directory of their
-// own machine under a name; their other calls reach it through
-// POST /v1/tunnels/{name}/call. Tunnels are per user: another user's
-// name is E_NOT_FOUND like one never registered.
+// own machine under a name. It is then their workspace local-<name> on
+// every workspace route, /tools and MCP (tunnel.Scope, wired in
+// authenticate), and POST /v1/tunnels/{name}/call reaches its routes
+// directly. Tunnels are per user: another user's name is E_NOT_FOUND like
+// one never registered. With several servers sharing Redis
+// (tunnel.Cluster), both reach a tunnel connected to any of them.
 
 // tunnelConnect upgrades to the tunnel protocol and serves the agent until
 // it goes away. The key's revocation ends it (the request context is
@@ -34,7 +37,7 @@ func (s *Server) tunnelConnect(w http.ResponseWriter, r *http.Request, c *caller
 }
 
 func (s *Server) listTunnels(w http.ResponseWriter, r *http.Request, c *caller) error {
-	list := s.tunnels.List(c.p.User)
+	list := s.tunnels.ListAll(r.Context(), c.p.User)
 	if list == nil {
 		list = []tunnel.Info{}
 	}

@@ -30,6 +30,11 @@ type Registry struct {
 	// MaxPerUser bounds one user's live tunnels. Default 16.
 	MaxPerUser int
 	Log        *slog.Logger
+	// Cluster, when set, shares the tunnels with the other server
+	// processes (redis.go): a call for a tunnel another process holds is
+	// forwarded to it, and List includes theirs. Set it before serving
+	// (NewCluster does).
+	Cluster *Cluster
 
 	mu      sync.Mutex
 	tunnels map[key]*Tunnel
@@ -108,12 +113,16 @@ func (r *Registry) Serve(ctx context.Context, user string, c Conn) error {
 		pending: map[string]chan Message{},
 		dead:    make(chan struct{}),
 	}
-	t.log = r.log().With("user", user, "workspace", m.Workspace)
+	t.log = r.log().With("user", user, "workspace", m.Workspace, "workspace_id", WorkspaceID(m.Workspace))
 	t.lastSeen.Store(time.Now().UnixNano())
 	if err := r.add(t); err != nil {
 		return refuse(err)
 	}
 	defer r.remove(t)
+	if r.Cluster != nil {
+		// Outside the registry's lock: Redis may be slow.
+		r.Cluster.announce(t)
+	}
 	if err := t.write(ctx, Message{Type: TypeRegistered, HeartbeatMS: hb.Milliseconds()}); err != nil {
 		t.kill("registration not acknowledged")
 		return err
@@ -157,7 +166,8 @@ func (r *Registry) Serve(ctx context.Context, user string, c Conn) error {
 			delete(t.pending, m.CorrelationID)
 			t.mu.Unlock()
 			if ch == nil {
-				t.log.Warn("tunnel: response to no pending call", "correlation_id", clip(m.CorrelationID, 64))
+				// A call its caller cancelled, or one that timed out.
+				t.log.Info("tunnel: response to no pending call", "correlation_id", clip(m.CorrelationID, 64))
 				continue
 			}
 			ch <- m
@@ -200,14 +210,78 @@ func (r *Registry) add(t *Tunnel) error {
 
 func (r *Registry) remove(t *Tunnel) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	k := key{t.user, t.info.Workspace}
-	if r.tunnels[k] == t {
+	held := r.tunnels[k] == t
+	if held {
 		delete(r.tunnels, k)
+	}
+	r.mu.Unlock()
+	if held && r.Cluster != nil {
+		r.Cluster.withdraw(t) // outside the lock: Redis may be slow
 	}
 }
 
-// List returns user's live tunnels by name.
+// evict ends the local tunnel (user, name), if any: another server holds
+// a newer registration of it.
+func (r *Registry) evict(user, name string) {
+	if t := r.get(user, name); t != nil {
+		t.log.Info("tunnel: replaced by a connection to another server")
+		t.kill("replaced by a newer connection to another server")
+	}
+}
+
+// local returns the tunnels held by this process.
+func (r *Registry) local() []*Tunnel {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Tunnel, 0, len(r.tunnels))
+	for _, t := range r.tunnels {
+		if !t.isDead() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Lookup returns user's live tunnel name, held by this process or (with a
+// Cluster) by another; ok is false when there is none.
+func (r *Registry) Lookup(ctx context.Context, user, name string) (info Info, ok bool, err error) {
+	if t := r.get(user, name); t != nil && !t.isDead() {
+		return t.info, true, nil
+	}
+	if r.Cluster == nil {
+		return Info{}, false, nil
+	}
+	return r.Cluster.lookup(ctx, user, name)
+}
+
+// ListAll is List with the tunnels of the other servers of the Cluster.
+// When Redis cannot be reached it logs that and returns this process's.
+func (r *Registry) ListAll(ctx context.Context, user string) []Info {
+	out := r.List(user)
+	if r.Cluster == nil {
+		return out
+	}
+	remote, err := r.Cluster.list(ctx, user)
+	if err != nil {
+		r.log().Warn("tunnel: cannot list the other servers' tunnels", "user", user, "err", err)
+		return out
+	}
+	seen := map[string]bool{}
+	for _, i := range out {
+		seen[i.Workspace] = true
+	}
+	for _, i := range remote {
+		if !seen[i.Workspace] {
+			seen[i.Workspace] = true
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Workspace < out[j].Workspace })
+	return out
+}
+
+// List returns user's live tunnels held by this process, by name.
 func (r *Registry) List(user string) []Info {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -233,20 +307,45 @@ func (r *Registry) get(user, name string) *Tunnel {
 // connection dies or is replaced while the call is in flight, and with
 // ErrTimeout when no answer came within timeout plus the grace period. An
 // agent's failed answer is a Response with Success false, not an error.
+//
+// When ctx ends first, the agent is sent a cancel for the call and Call
+// returns ctx's error at once. With a Cluster, a tunnel held by another
+// server process is called through it (redis.go).
 func (r *Registry) Call(ctx context.Context, user, name, endpoint string, payload json.RawMessage, timeout time.Duration) (*Response, error) {
+	if t := r.get(user, name); (t == nil || t.isDead()) && r.Cluster != nil {
+		return r.Cluster.forward(ctx, user, name, endpoint, payload, r.timeout(timeout))
+	}
+	return r.callLocal(ctx, user, name, endpoint, payload, timeout)
+}
+
+func (r *Registry) timeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Minute
+	}
+	return d
+}
+
+func (r *Registry) grace() time.Duration {
+	if r.Grace <= 0 {
+		return 5 * time.Second
+	}
+	return r.Grace
+}
+
+// callLocal is Call on a tunnel of this process; trace is added to the
+// call's log lines (a forwarded call's origin).
+func (r *Registry) callLocal(ctx context.Context, user, name, endpoint string, payload json.RawMessage, timeout time.Duration, trace ...any) (*Response, error) {
 	t := r.get(user, name)
 	if t == nil || t.isDead() {
 		return nil, grove.Errorf(grove.ErrNotFound, "no tunnel named %q is connected", clip(name, 64))
 	}
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	grace := r.Grace
-	if grace <= 0 {
-		grace = 5 * time.Second
-	}
+	timeout = r.timeout(timeout)
+	grace := r.grace()
 	id := newID()
 	l := t.log.With("correlation_id", id, "endpoint", endpoint)
+	if len(trace) > 0 {
+		l = l.With(trace...)
+	}
 	ch := make(chan Message, 1)
 	t.mu.Lock()
 	t.pending[id] = ch
@@ -279,7 +378,15 @@ func (r *Registry) Call(ctx context.Context, user, name, endpoint string, payloa
 		l.Warn("tunnel: call timed out without an answer", "timeout_ms", timeout.Milliseconds())
 		return nil, grove.Errorf(grove.ErrTimeout, "tunnel %q: no answer to %s within %s", name, clip(endpoint, 100), timeout+grace)
 	case <-ctx.Done():
-		l.Info("tunnel: call cancelled by its caller")
+		// The agent stops the handler (a command's process group is
+		// killed); its one tool_response then finds no pending call and
+		// is dropped. The caller does not wait for it.
+		l.Info("tunnel: call cancelled by its caller; cancel sent", "duration_ms", time.Since(start).Milliseconds())
+		go func() {
+			if err := t.write(context.WithoutCancel(ctx), Message{Type: TypeCancel, CorrelationID: id}); err != nil {
+				l.Warn("tunnel: cancel not sent", "err", err)
+			}
+		}()
 		return nil, ctx.Err()
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/grove-dev/grove"
@@ -14,6 +16,7 @@ import (
 	"github.com/grove-dev/grove/httpapi"
 	"github.com/grove-dev/grove/store"
 	"github.com/grove-dev/grove/tools"
+	"github.com/grove-dev/grove/tunnel"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +58,16 @@ func (c *cli) serveCmd() *cobra.Command {
 			ts := tools.New(tools.Options{})
 			defer ts.Close()
 			logger := slog.New(slog.NewJSONHandler(c.stderr, nil))
-			h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: &auth.Keys{Store: ks}, Logger: logger, MaxExecPerUser: maxExec, Limits: lim,
+			tunnels := &tunnel.Registry{Log: logger}
+			if url := tunnelRedisURL(); url != "" {
+				cl, err := tunnel.NewCluster(ctx, url, tunnels)
+				if err != nil {
+					return err
+				}
+				defer cl.Close()
+				fmt.Fprintf(c.stderr, "tunnels: shared with the other servers through Redis (server id %s)\n", cl.ID())
+			}
+			h := httpapi.New(httpapi.Options{Service: a.svc, Tools: ts, Auth: &auth.Keys{Store: ks}, Logger: logger, MaxExecPerUser: maxExec, Limits: lim, Tunnels: tunnels,
 				Ready: func(ctx context.Context) error {
 					if _, err := a.svc.ListRepos(ctx); err != nil {
 						return err
@@ -95,4 +107,19 @@ func (c *cli) serveCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&evictEvery, "evict-every", 5*time.Minute, "how often the background evictor runs (0: never)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 30*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	return cmd
+}
+
+// tunnelRedisURL is the Redis through which several grove serve processes
+// share their tunnels (docs/TUNNEL.md, "Several servers"):
+// GROVE_TUNNEL_REDIS, else GROVE_LOCKS when that is a Redis URL (servers
+// sharing Redis locks are one cluster), else none: tunnels stay in the
+// process they connected to.
+func tunnelRedisURL() string {
+	if u := os.Getenv("GROVE_TUNNEL_REDIS"); u != "" {
+		return u
+	}
+	if l := os.Getenv("GROVE_LOCKS"); strings.HasPrefix(l, "redis://") || strings.HasPrefix(l, "rediss://") {
+		return l
+	}
+	return ""
 }

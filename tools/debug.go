@@ -17,7 +17,10 @@ import (
 // The debug_* tools drive Debug Adapter Protocol sessions through the
 // Service's grove.Debugger (lldb-dap, dlv, debugpy running in the
 // workspace's runtime). They run the agent's program, so like run_command
-// they are write tools: listed only for writable workspaces.
+// they are write tools: listed only for writable workspaces, and none is
+// annotated read-only (the catalog's rule: a read-only tool is listed for
+// read-only workspaces). debug_context probes adapters by launching them;
+// debug_snapshot consumes the program's output since the last one.
 
 // debugMaxWaitS bounds every wait a debug tool asks for; a larger
 // timeout_s is lowered to it.
@@ -26,7 +29,7 @@ const debugMaxWaitS = 600
 // debugTools are the catalog entries, in the order they are listed.
 func debugTools() []*Tool {
 	return []*Tool{
-		withRawConfigSchema(define(Tool{Name: "debug_context", Title: "Debug context", Write: true, Annotations: readOnly,
+		withRawConfigSchema(define(Tool{Name: "debug_context", Title: "Debug context", Write: true, Annotations: Annotations{Idempotent: true},
 			Description: "Show what can be debugged in this workspace: the launch configurations of .vscode/launch.json, the debug adapters that launch in its runtime " +
 				"(lldb-dap for C/C++/Rust, dlv for Go, debugpy for Python) and the native debuggers found. Call it before debug_start.",
 		}, debugContext)),
@@ -48,7 +51,7 @@ func debugTools() []*Tool {
 			Description: "Step a paused program: kind=over runs the current line, into enters the call on it, out runs to the caller. Returns the snapshot at the new position. " +
 				"Fails with E_NOT_PAUSED while the program runs.",
 		}, debugStep), "kind", "over", "into", "out"),
-		define(Tool{Name: "debug_snapshot", Title: "Debug snapshot", Write: true, Annotations: readOnly,
+		define(Tool{Name: "debug_snapshot", Title: "Debug snapshot", Write: true, Annotations: Annotations{},
 			Description: "Show the state of a paused program: where it stopped, the top frame's locals, the call stack and the values of expressions. " +
 				"Waits up to timeout_s (default 10) for the program to stop; E_NOT_PAUSED when it is still running then.",
 		}, debugSnapshot),
@@ -56,7 +59,7 @@ func debugTools() []*Tool {
 			Description: "Evaluate an expression in the language of the program in a paused frame (default: the top frame of the stopped thread; frame_id from a snapshot picks another). " +
 				"An expression can call functions of the program, which may change its state.",
 		}, debugEvaluate),
-		define(Tool{Name: "debug_sessions", Title: "Debug sessions", Write: true, Annotations: readOnly,
+		define(Tool{Name: "debug_sessions", Title: "Debug sessions", Write: true, Annotations: Annotations{Idempotent: true},
 			Description: "List this workspace's debug sessions with their state (running, stopped, terminated).",
 		}, debugSessions),
 		define(Tool{Name: "debug_stop", Title: "Stop debugging", Write: true, Annotations: Annotations{Destructive: true, Idempotent: true},

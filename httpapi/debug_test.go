@@ -396,7 +396,10 @@ func TestDebugClient(t *testing.T) {
 		err  error
 		kind error
 	}{
-		{"running", func() error { _, err := d.DebugSnapshot(ctx, id, grove.DebugSnapshotRequest{Session: "busy"}); return err }(), grove.ErrNotPaused},
+		{"running", func() error {
+			_, err := d.DebugSnapshot(ctx, id, grove.DebugSnapshotRequest{Session: "busy"})
+			return err
+		}(), grove.ErrNotPaused},
 		{"no adapter", func() error {
 			_, err := d.DebugStart(ctx, id, grove.DebugStartRequest{Language: "cobol", Program: "a"})
 			return err

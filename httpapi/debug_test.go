@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/auth"
@@ -21,6 +24,7 @@ import (
 	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
 	"github.com/grove-dev/grove/httpapi"
+	"github.com/grove-dev/grove/mcpserver"
 	"github.com/grove-dev/grove/provider/local"
 	"github.com/grove-dev/grove/store/memory"
 	"github.com/grove-dev/grove/tools"
@@ -90,7 +94,7 @@ func (f *fakeDebugger) DebugContext(context.Context, string) (*grove.DebugContex
 
 func (f *fakeDebugger) DebugStart(_ context.Context, id string, req grove.DebugStartRequest) (*grove.DebugSession, error) {
 	f.record(req)
-	if req.Language == "cobol" {
+	if req.Language == "cobol" || req.ConfigName == "cobol" {
 		return nil, grove.Errorf(grove.ErrDebugAdapterUnavailable, "no debug adapter for cobol in this runtime")
 	}
 	return &grove.DebugSession{ID: "dbg_1", Workspace: id, Adapter: "lldb-dap", Program: req.Program, State: grove.DebugStopped, StopReason: "entry",
@@ -413,5 +417,56 @@ func TestDebugClient(t *testing.T) {
 	}
 	if err := d.DebugStop(ctx, id, "busy"); !errors.Is(err, grove.ErrConflict) {
 		t.Errorf("ErrNotPaused is not an ErrConflict across the wire: %v", err)
+	}
+}
+
+// TestDebugOverMCP: the debug tools over the server's MCP endpoints (bound
+// and unbound, where bob cannot name alice's workspace), and over an MCP
+// server whose Service is client.Client — `grove mcp --server` — where
+// the error kinds come back across the wire with the tools' hints.
+func TestDebugOverMCP(t *testing.T) {
+	f := newDebugFixture(t, httpapi.Options{})
+	id := strings.TrimPrefix(f.ws, "/v1/workspaces/")
+	cs := f.mcpSession(t, f.alice, f.ws+"/mcp")
+	if names := listNames(t, cs); !slices.Contains(names, "debug_start") || !slices.Contains(names, "debug_context") {
+		t.Fatalf("bound MCP lists %v", names)
+	}
+	if isErr, text, sc := call(t, cs, "debug_continue", map[string]any{"session_id": "dbg_1"}); isErr ||
+		!strings.HasPrefix(text, "stopped (breakpoint) at add_numbers.c:4 in add_numbers\n  a = 2 (int)\n  b = 3 (int)\n") || sc["state"] != "stopped" {
+		t.Fatalf("debug_continue over MCP: %v %q %v", isErr, text, sc)
+	}
+	ro := f.mcpSession(t, f.alice, f.ro+"/mcp")
+	if names := listNames(t, ro); slices.Contains(names, "debug_start") {
+		t.Errorf("a read-only workspace lists the debug tools: %v", names)
+	}
+	bob := f.mcpSession(t, f.bob, "/v1/mcp")
+	if isErr, text, _ := call(t, bob, "debug_sessions", map[string]any{"workspace_id": id}); !isErr || !strings.HasPrefix(text, "E_NOT_FOUND: ") {
+		t.Errorf("bob's debug_sessions on alice's workspace: %v %q", isErr, text)
+	}
+
+	ts := tools.New(tools.Options{})
+	t.Cleanup(ts.Close)
+	srv := mcpserver.NewServer(client.New(f.srv.URL, f.alice, f.srv.Client()), mcpserver.Options{Tools: ts, WorkspaceID: id, Caller: tools.Caller{User: "alice"}})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	rc, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	if isErr, text, _ := call(t, rc, "debug_snapshot", map[string]any{"session_id": "dbg_1", "expressions": []string{"a + b"}}); isErr || !strings.Contains(text, "a + b = 5 (int)") {
+		t.Fatalf("debug_snapshot over the client: %v %q", isErr, text)
+	}
+	if isErr, text, _ := call(t, rc, "debug_step", map[string]any{"session_id": "busy", "kind": "over"}); !isErr ||
+		!strings.HasPrefix(text, "E_NOT_PAUSED: ") || !strings.Contains(text, "Hint: the program is running") {
+		t.Errorf("debug_step on a running program over the client: %v %q", isErr, text)
+	}
+	if isErr, text, _ := call(t, rc, "debug_start", map[string]any{"config_name": "cobol"}); !isErr ||
+		!strings.HasPrefix(text, "E_DEBUG_ADAPTER_UNAVAILABLE: ") || !strings.Contains(text, "Hint: debug_adapter_unavailable: install lldb-dap / dlv / debugpy") {
+		t.Errorf("debug_start without an adapter over the client: %v %q", isErr, text)
 	}
 }

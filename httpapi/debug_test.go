@@ -172,6 +172,25 @@ type debugFixture struct {
 
 func newDebugFixture(t *testing.T, opt httpapi.Options) *debugFixture {
 	t.Helper()
+	var dbg *fakeDebugger
+	f := newWrappedFixture(t, opt, func(eng grove.Service) grove.Service {
+		dbg = &fakeDebugger{Service: eng, entered: make(chan struct{}, 8), unblock: make(chan struct{})}
+		return dbg
+	})
+	df := &debugFixture{fixture: f, dbg: dbg, ws: "/v1/workspaces/" + f.acquire(t, f.alice, "c1")}
+	r := f.do(t, f.alice, "POST", "/v1/workspaces", map[string]any{"repo": f.repo, "project": "p", "mode": "analysis", "ref": "main"})
+	if r.status != 201 {
+		t.Fatalf("acquire analysis: %d %s", r.status, r.body)
+	}
+	var ws struct{ ID string }
+	json.Unmarshal(r.body, &ws)
+	df.ro = "/v1/workspaces/" + ws.ID
+	return df
+}
+
+// newWrappedFixture is newFixture with the engine wrapped by wrap.
+func newWrappedFixture(t *testing.T, opt httpapi.Options, wrap func(grove.Service) grove.Service) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	os.MkdirAll(home, 0o700)
@@ -193,20 +212,14 @@ func newDebugFixture(t *testing.T, opt httpapi.Options) *debugFixture {
 	_, f.admin, _ = keys.Create(ctx, "ops", true)
 	ts := tools.New(tools.Options{})
 	t.Cleanup(ts.Close)
-	dbg := &fakeDebugger{Service: eng, entered: make(chan struct{}, 8), unblock: make(chan struct{})}
-	opt.Service, opt.Tools, opt.Auth = dbg, ts, keys
+	opt.Service, opt.Tools, opt.Auth = wrap(eng), ts, keys
 	f.srv = httptest.NewServer(httpapi.New(opt))
 	t.Cleanup(f.srv.Close)
-	df := &debugFixture{fixture: f, dbg: dbg, ws: "/v1/workspaces/" + f.acquire(t, f.alice, "c1")}
-	r := f.do(t, f.alice, "POST", "/v1/workspaces", map[string]any{"repo": f.repo, "project": "p", "mode": "analysis", "ref": "main"})
-	if r.status != 201 {
-		t.Fatalf("acquire analysis: %d %s", r.status, r.body)
-	}
-	var ws struct{ ID string }
-	json.Unmarshal(r.body, &ws)
-	df.ro = "/v1/workspaces/" + ws.ID
-	return df
+	return f
 }
+
+// noDebugger hides every optional interface of the Service it wraps.
+type noDebugger struct{ grove.Service }
 
 // TestDebugRoutes: every debug route with its status, the request the
 // Debugger gets, and the errors mapped: another user's workspace 404,
@@ -308,7 +321,7 @@ func TestDebugRoutes(t *testing.T) {
 	}
 
 	// A server whose Service has no Debugger.
-	plain := newFixture(t, httpapi.Options{})
+	plain := newWrappedFixture(t, httpapi.Options{}, func(eng grove.Service) grove.Service { return noDebugger{eng} })
 	pw := "/v1/workspaces/" + plain.acquire(t, plain.alice, "c1")
 	if r := plain.do(t, plain.alice, "GET", pw+"/debug/context", nil); r.status != 501 || r.errCode(t) != "E_NOT_SUPPORTED" {
 		t.Fatalf("no Debugger: %d %s", r.status, r.body)

@@ -35,28 +35,25 @@ func (s *Server) debugRoutes(a func(string, handler)) {
 }
 
 // debugger is the caller's service as a grove.Debugger after proving the
-// workspace is theirs; writable also requires it to be writable, as the
-// debug tools do (debugging runs the agent's program). heavy takes a work
-// slot; release it when done.
-func (s *Server) debugger(r *http.Request, c *caller, writable, heavy bool) (grove.Debugger, func(), error) {
-	ws, err := c.svc.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
+// workspace is theirs (before a slot is taken); heavy takes a work slot,
+// to release when done. Whether an analysis workspace may be debugged is
+// the Debugger's to say, as exec's classes are the engine's: the engine
+// runs the adapter there under the read-only mount. (The debug_* tools
+// are write tools, like run_command, and not listed there.)
+func (s *Server) debugger(r *http.Request, c *caller, heavy bool) (grove.Debugger, func(), error) {
+	if _, err := c.svc.Get(r.Context(), r.PathValue("id")); err != nil {
 		return nil, nil, err
-	}
-	if writable {
-		if err := ws.RequireWritable(); err != nil {
-			return nil, nil, err
-		}
 	}
 	d, ok := c.svc.(grove.Debugger)
 	if !ok {
 		return nil, nil, grove.Errorf(grove.ErrNotSupported, "this server does not support debugging")
 	}
-	release := func() {}
-	if heavy {
-		if release, err = s.acquireSlot(c.p.User); err != nil {
-			return nil, nil, err
-		}
+	if !heavy {
+		return d, func() {}, nil
+	}
+	release, err := s.acquireSlot(c.p.User)
+	if err != nil {
+		return nil, nil, err
 	}
 	return d, release, nil
 }
@@ -78,7 +75,7 @@ func decodeOptional(r *http.Request, v any) error {
 }
 
 func (s *Server) debugContext(w http.ResponseWriter, r *http.Request, c *caller) error {
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}
@@ -107,7 +104,7 @@ func (s *Server) debugStart(w http.ResponseWriter, r *http.Request, c *caller) e
 	if req.Timeout, err = s.debugTimeout(b.TimeoutMS); err != nil {
 		return err
 	}
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}
@@ -121,7 +118,7 @@ func (s *Server) debugStart(w http.ResponseWriter, r *http.Request, c *caller) e
 }
 
 func (s *Server) debugSessions(w http.ResponseWriter, r *http.Request, c *caller) error {
-	d, _, err := s.debugger(r, c, false, false)
+	d, _, err := s.debugger(r, c, false)
 	if err != nil {
 		return err
 	}
@@ -137,7 +134,7 @@ func (s *Server) debugSessions(w http.ResponseWriter, r *http.Request, c *caller
 }
 
 func (s *Server) debugStop(w http.ResponseWriter, r *http.Request, c *caller) error {
-	d, _, err := s.debugger(r, c, false, false)
+	d, _, err := s.debugger(r, c, false)
 	if err != nil {
 		return err
 	}
@@ -149,7 +146,7 @@ func (s *Server) debugBreakpoints(w http.ResponseWriter, r *http.Request, c *cal
 	if err := Decode(r.Body, &b); err != nil {
 		return err
 	}
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}
@@ -174,7 +171,7 @@ func (s *Server) debugContinue(w http.ResponseWriter, r *http.Request, c *caller
 	if err != nil {
 		return err
 	}
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}
@@ -202,7 +199,7 @@ func (s *Server) debugStep(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return err
 	}
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}
@@ -228,7 +225,7 @@ func (s *Server) debugSnapshot(w http.ResponseWriter, r *http.Request, c *caller
 	if b.MaxFrames < 0 || b.MaxVariables < 0 {
 		return grove.Errorf(grove.ErrInvalid, "max_frames and max_variables must not be negative")
 	}
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}
@@ -250,7 +247,7 @@ func (s *Server) debugEvaluate(w http.ResponseWriter, r *http.Request, c *caller
 	if b.Expression == "" {
 		return grove.Errorf(grove.ErrInvalid, "expression is required")
 	}
-	d, release, err := s.debugger(r, c, true, true)
+	d, release, err := s.debugger(r, c, true)
 	if err != nil {
 		return err
 	}

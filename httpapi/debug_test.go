@@ -224,8 +224,9 @@ type noDebugger struct{ grove.Service }
 // TestDebugRoutes: every debug route with its status, the request the
 // Debugger gets, and the errors mapped: another user's workspace 404,
 // ErrNotPaused 409 E_NOT_PAUSED, ErrDebugAdapterUnavailable 501 (like
-// ErrNotInstalled) E_DEBUG_ADAPTER_UNAVAILABLE, a read-only workspace 409,
-// a server without a Debugger 501 E_NOT_SUPPORTED.
+// ErrNotInstalled) E_DEBUG_ADAPTER_UNAVAILABLE, a server without a
+// Debugger 501 E_NOT_SUPPORTED. An analysis workspace is passed on: the
+// Debugger decides (the engine debugs under the read-only mount).
 func TestDebugRoutes(t *testing.T) {
 	f := newDebugFixture(t, httpapi.Options{})
 	w := f.ws
@@ -244,7 +245,8 @@ func TestDebugRoutes(t *testing.T) {
 			StopOnEntry: true, Timeout: 2500 * time.Millisecond, Breakpoints: []grove.SourceBreakpoints{{File: "add_numbers.c", Lines: []int{4}}}}},
 		{"start, no adapter", f.alice, "POST", w + "/debug/sessions", map[string]any{"language": "cobol", "program": "a"}, 501, "E_DEBUG_ADAPTER_UNAVAILABLE", nil},
 		{"start, unknown field", f.alice, "POST", w + "/debug/sessions", map[string]any{"lang": "c"}, 400, "E_INVALID_ARGUMENT", nil},
-		{"start, read-only", f.alice, "POST", f.ro + "/debug/sessions", start, 409, "E_READ_ONLY_WORKSPACE", nil},
+		{"start, analysis workspace: the Debugger decides", f.alice, "POST", f.ro + "/debug/sessions", map[string]any{"language": "c", "program": "add"}, 201, "",
+			grove.DebugStartRequest{Language: "c", Program: "add"}},
 		{"sessions", f.alice, "GET", w + "/debug/sessions", nil, 200, "", nil},
 		{"breakpoints", f.alice, "POST", w + "/debug/sessions/dbg_1/breakpoints", map[string]any{"file": "a.c", "lines": []int{3, 7}, "conditions": []string{"", "i > 2"}}, 200, "",
 			grove.DebugBreakpointsRequest{Session: "dbg_1", SourceBreakpoints: grove.SourceBreakpoints{File: "a.c", Lines: []int{3, 7}, Conditions: []string{"", "i > 2"}}}},

@@ -348,7 +348,6 @@ func TestOpenAPIResponses(t *testing.T) {
 	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions", dsc)
 	want(ddo(df.alice, "POST", dw+"/sessions", dsc), 201)
 	want(ddo(df.alice, "POST", dw+"/sessions", map[string]any{"language": "cobol", "program": "a"}), 501)
-	want(ddo(df.alice, "POST", df.ro+"/debug/sessions", ds), 409)
 	want(ddo(df.bob, "GET", dw+"/sessions", nil), 404)
 	want(ddo(df.alice, "GET", dw+"/sessions", nil), 200)
 	bps := map[string]any{"file": "add_numbers.c", "lines": []int{4, 9}}

@@ -23,11 +23,19 @@ import (
 //     non-admin without LocalPath, and a local repository's cache without
 //     its URL (which is a path). Admins see them.
 //
-// The result implements grove.PullRequester exactly when svc does.
+// The result implements grove.PullRequester and grove.Debugger exactly
+// when svc does, each workspace call after the same ownership check.
 func Scope(svc grove.Service, p Principal) grove.Service {
 	s := &scoped{svc: svc, p: p}
-	if _, ok := svc.(grove.PullRequester); ok {
+	_, isPR := svc.(grove.PullRequester)
+	d, isDebug := svc.(grove.Debugger)
+	switch {
+	case isPR && isDebug:
+		return scopedPRDebug{scopedPR{s}, scopedDebug{s, d}}
+	case isPR:
 		return scopedPR{s}
+	case isDebug:
+		return scopedDebugger{s, scopedDebug{s, d}}
 	}
 	return s
 }
@@ -277,4 +285,91 @@ func (s scopedPR) CommentPullRequest(ctx context.Context, id string, req grove.C
 		return nil, err
 	}
 	return s.svc.(grove.PullRequester).CommentPullRequest(ctx, id, req)
+}
+
+// scopedDebug forwards grove.Debugger when the wrapped Service has it,
+// after the same ownership check as every workspace call: another user's
+// workspace (and so their sessions) answers ErrNotFound.
+type scopedDebug struct {
+	s *scoped
+	d grove.Debugger
+}
+
+type scopedDebugger struct {
+	*scoped
+	scopedDebug
+}
+
+type scopedPRDebug struct {
+	scopedPR
+	scopedDebug
+}
+
+var (
+	_ grove.Debugger      = scopedDebugger{}
+	_ grove.Debugger      = scopedPRDebug{}
+	_ grove.PullRequester = scopedPRDebug{}
+)
+
+func (s scopedDebug) DebugContext(ctx context.Context, id string) (*grove.DebugContext, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugContext(ctx, id)
+}
+
+func (s scopedDebug) DebugStart(ctx context.Context, id string, req grove.DebugStartRequest) (*grove.DebugSession, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugStart(ctx, id, req)
+}
+
+func (s scopedDebug) DebugBreakpoints(ctx context.Context, id string, req grove.DebugBreakpointsRequest) (*grove.DebugBreakpointsResult, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugBreakpoints(ctx, id, req)
+}
+
+func (s scopedDebug) DebugContinue(ctx context.Context, id string, req grove.DebugContinueRequest) (*grove.DebugSnapshot, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugContinue(ctx, id, req)
+}
+
+func (s scopedDebug) DebugStep(ctx context.Context, id string, req grove.DebugStepRequest) (*grove.DebugSnapshot, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugStep(ctx, id, req)
+}
+
+func (s scopedDebug) DebugSnapshot(ctx context.Context, id string, req grove.DebugSnapshotRequest) (*grove.DebugSnapshot, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugSnapshot(ctx, id, req)
+}
+
+func (s scopedDebug) DebugEvaluate(ctx context.Context, id string, req grove.DebugEvaluateRequest) (*grove.DebugEvaluation, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugEvaluate(ctx, id, req)
+}
+
+func (s scopedDebug) DebugSessions(ctx context.Context, id string) ([]grove.DebugSession, error) {
+	if err := s.s.check(ctx, id); err != nil {
+		return nil, err
+	}
+	return s.d.DebugSessions(ctx, id)
+}
+
+func (s scopedDebug) DebugStop(ctx context.Context, id, session string) error {
+	if err := s.s.check(ctx, id); err != nil {
+		return err
+	}
+	return s.d.DebugStop(ctx, id, session)
 }

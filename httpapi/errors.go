@@ -15,6 +15,9 @@ import (
 //     (404) before it gets here, so ids cannot be probed.
 //   - ErrReadOnly is 409: the key is fine, the workspace's mode conflicts
 //     with the request (403 would read as "your key may not").
+//   - ErrNotPaused (a debug call that needs a stopped program) is 409
+//     like the ErrConflict it wraps; ErrDebugAdapterUnavailable is 501
+//     like the ErrNotInstalled it wraps.
 //   - ErrAuthFailed is git's upstream authentication, not the API key:
 //     502, so clients do not drop their key.
 func StatusOf(err error) int {
@@ -27,7 +30,7 @@ func StatusOf(err error) int {
 		return http.StatusNotFound
 	case grove.ErrInvalid, grove.ErrPathOutside, grove.ErrIsDirectory:
 		return http.StatusBadRequest
-	case grove.ErrConflict, grove.ErrReadOnly, grove.ErrNothingToCommit:
+	case grove.ErrConflict, grove.ErrReadOnly, grove.ErrNothingToCommit, grove.ErrNotPaused:
 		return http.StatusConflict
 	case grove.ErrUnauthorized:
 		return http.StatusUnauthorized
@@ -41,7 +44,7 @@ func StatusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case grove.ErrTimeout:
 		return http.StatusGatewayTimeout
-	case grove.ErrNotSupported, grove.ErrNotInstalled, grove.ErrPlatformNotConfigured:
+	case grove.ErrNotSupported, grove.ErrNotInstalled, grove.ErrPlatformNotConfigured, grove.ErrDebugAdapterUnavailable:
 		return http.StatusNotImplemented
 	case grove.ErrRejected, grove.ErrBinaryFile:
 		return http.StatusUnprocessableEntity

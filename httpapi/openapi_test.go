@@ -329,6 +329,49 @@ func TestOpenAPIResponses(t *testing.T) {
 		t.Fatalf("GET /v1/tunnel without an upgrade: %d %s", r.status, r.body)
 	}
 
+	// Debugging: the same checker over a server whose Service has a fake
+	// grove.Debugger (debug_test.go) returning fixed typed values.
+	df := newDebugFixture(t, httpapi.Options{})
+	ddo := func(key, method, path string, body any) resp {
+		t.Helper()
+		r := df.do(t, key, method, path, body)
+		s.check(t, method, path, r)
+		return r
+	}
+	dw := df.ws + "/debug"
+	want(ddo(df.alice, "GET", dw+"/context", nil), 200)
+	ds := map[string]any{"language": "c", "program": "add", "args": []string{"2", "3"}, "env": map[string]string{"X": "1"}, "stop_on_entry": true, "timeout_ms": 5000,
+		"breakpoints": []any{map[string]any{"file": "add_numbers.c", "lines": []int{4}, "conditions": []string{"a > 1"}}}}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions", ds)
+	want(ddo(df.alice, "POST", dw+"/sessions", ds), 201)
+	dsc := map[string]any{"config": map[string]any{"type": "lldb-dap", "request": "launch", "program": "add"}}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions", dsc)
+	want(ddo(df.alice, "POST", dw+"/sessions", dsc), 201)
+	want(ddo(df.alice, "POST", dw+"/sessions", map[string]any{"language": "cobol", "program": "a"}), 501)
+	want(ddo(df.bob, "GET", dw+"/sessions", nil), 404)
+	want(ddo(df.alice, "GET", dw+"/sessions", nil), 200)
+	bps := map[string]any{"file": "add_numbers.c", "lines": []int{4, 9}}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions/{sid}/breakpoints", bps)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/breakpoints", bps), 200)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/breakpoints", map[string]any{"file": "a.c", "lines": []int{}}), 200)
+	cont := map[string]any{"timeout_ms": 2000, "expressions": []string{"a + b"}}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions/{sid}/continue", cont)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/continue", cont), 200)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/continue", map[string]any{"no_wait": true}), 200)
+	st := map[string]any{"kind": "over", "expressions": []string{"a"}}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions/{sid}/step", st)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/step", st), 200)
+	want(ddo(df.alice, "POST", dw+"/sessions/busy/step", st), 409)
+	sn := map[string]any{"timeout_ms": 1000, "max_frames": 5, "max_variables": 50}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions/{sid}/snapshot", sn)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/snapshot", sn), 200)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/snapshot", nil), 200)
+	ev := map[string]any{"expression": "a + b", "frame_id": 1000}
+	s.checkRequest(t, "POST", "/v1/workspaces/{id}/debug/sessions/{sid}/evaluate", ev)
+	want(ddo(df.alice, "POST", dw+"/sessions/dbg_1/evaluate", ev), 200)
+	want(ddo(df.alice, "POST", dw+"/sessions/gone/evaluate", ev), 404)
+	want(ddo(df.alice, "DELETE", dw+"/sessions/dbg_1", nil), 204)
+
 	// Every documented operation answered 2xx at least once, and every
 	// endpoint of the API (issue 4's table, plus health and MCP) is
 	// documented.
@@ -357,6 +400,10 @@ func TestOpenAPIResponses(t *testing.T) {
 		"POST /v1/workspaces/{id}/pulls", "POST /v1/workspaces/{id}/pulls/{number}/comments",
 		"POST /v1/mcp", "POST /v1/workspaces/{id}/mcp", "GET /healthz", "GET /readyz", "GET /v1/openapi.json",
 		"GET /v1/tunnels", "POST /v1/tunnels/{name}/call",
+		"GET /v1/workspaces/{id}/debug/context", "POST /v1/workspaces/{id}/debug/sessions", "GET /v1/workspaces/{id}/debug/sessions",
+		"DELETE /v1/workspaces/{id}/debug/sessions/{sid}", "POST /v1/workspaces/{id}/debug/sessions/{sid}/breakpoints",
+		"POST /v1/workspaces/{id}/debug/sessions/{sid}/continue", "POST /v1/workspaces/{id}/debug/sessions/{sid}/step",
+		"POST /v1/workspaces/{id}/debug/sessions/{sid}/snapshot", "POST /v1/workspaces/{id}/debug/sessions/{sid}/evaluate",
 	} {
 		if !documented[e] {
 			t.Errorf("endpoint %s is not in openapi.json", e)

@@ -123,6 +123,7 @@ func (s *Server) routes() {
 	a("POST /v1/workspaces/{id}/pulls", s.createPull)
 	a("POST /v1/workspaces/{id}/pulls/{number}/comments", s.commentPull)
 	a("POST /v1/workspaces/{id}/tools/{name}", s.callTool)
+	s.debugRoutes(a)
 	a("GET /v1/repos", s.listRepos)
 	a("POST /v1/repos", s.ensureRepo)
 	a("DELETE /v1/repos/{id}", s.removeRepo)

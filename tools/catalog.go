@@ -7,7 +7,7 @@ var readOnly = Annotations{ReadOnly: true, Idempotent: true}
 
 // definitions is the catalog, in the order tools are listed.
 func (ts *Toolset) definitions() []*Tool {
-	return []*Tool{
+	all := []*Tool{
 		define(Tool{Name: "workspace_open", Title: "Open workspace", Unbound: true,
 			Annotations: Annotations{Idempotent: true, OpenWorld: true},
 			Description: "Create or re-attach a git workspace and return its id for the other tools. " +
@@ -87,4 +87,5 @@ func (ts *Toolset) definitions() []*Tool {
 			Description: "Add a comment to a pull request: top-level, or inline with both path and line.",
 		}, commentPullRequest),
 	}
+	return append(all, debugTools()...)
 }

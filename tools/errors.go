@@ -55,18 +55,20 @@ func Code(err error) string {
 // decides the hint, so the tools that know add it (notFound,
 // workspaceNotFound, git_diff, git_push).
 var defaultHints = map[string]string{
-	"E_IS_DIRECTORY":           "use list_dir to see its entries",
-	"E_BINARY_FILE":            "binary files cannot be shown as text; inspect them with run_command (for example `file` or `xxd | head`)",
-	"E_TOO_LARGE":              "narrow it: search_code for what you need, or run_command with `sed -n 'START,ENDp'`",
-	"E_READ_ONLY_WORKSPACE":    "this workspace is for analysis; open an edit or task workspace with workspace_open to make changes",
-	"E_PATH_OUTSIDE_WORKSPACE": "use a path relative to the workspace root",
-	"E_CONFLICT":               "re-read the current state and retry",
-	"E_UNAVAILABLE":            "the backend is unavailable; retry in a moment",
-	"E_TIMEOUT":                "raise timeout_s, narrow the work, or run it with background=true",
-	"E_NOTHING_TO_COMMIT":      "there are no changes; git_status shows the working tree",
-	"E_RESOURCE_LIMIT":         "wait for running work to finish or free resources, then retry",
-	"E_NOT_INSTALLED":          "the tool is not installed in this workspace's runtime",
-	"E_AUTH_FAILED":            "the credentials were rejected; ask the user to check access to the repository",
+	"E_IS_DIRECTORY":              "use list_dir to see its entries",
+	"E_BINARY_FILE":               "binary files cannot be shown as text; inspect them with run_command (for example `file` or `xxd | head`)",
+	"E_TOO_LARGE":                 "narrow it: search_code for what you need, or run_command with `sed -n 'START,ENDp'`",
+	"E_READ_ONLY_WORKSPACE":       "this workspace is for analysis; open an edit or task workspace with workspace_open to make changes",
+	"E_PATH_OUTSIDE_WORKSPACE":    "use a path relative to the workspace root",
+	"E_CONFLICT":                  "re-read the current state and retry",
+	"E_UNAVAILABLE":               "the backend is unavailable; retry in a moment",
+	"E_TIMEOUT":                   "raise timeout_s, narrow the work, or run it with background=true",
+	"E_NOTHING_TO_COMMIT":         "there are no changes; git_status shows the working tree",
+	"E_RESOURCE_LIMIT":            "wait for running work to finish or free resources, then retry",
+	"E_NOT_INSTALLED":             "the tool is not installed in this workspace's runtime",
+	"E_AUTH_FAILED":               "the credentials were rejected; ask the user to check access to the repository",
+	"E_DEBUG_ADAPTER_UNAVAILABLE": "debug_adapter_unavailable: install lldb-dap / dlv / debugpy in the runtime, or see debug_context",
+	"E_NOT_PAUSED":                "the program is running: call debug_continue with a breakpoint set, or debug_snapshot with a longer timeout",
 }
 
 // asError turns any error into an *Error. Context errors become E_TIMEOUT

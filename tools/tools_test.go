@@ -175,7 +175,7 @@ func TestCatalog(t *testing.T) {
 	defer ts.Close()
 	all := ts.Catalog(true)
 	ro := ts.Catalog(false)
-	if len(all) != 18 {
+	if len(all) != 27 {
 		t.Fatalf("catalog has %d tools: %v", len(all), Names(all))
 	}
 	for _, tl := range ro {

@@ -113,11 +113,19 @@ func hexVal(c byte) (byte, bool) {
 // results are escaped (EscapePath), and paths in requests unescaped, so
 // every route speaks the same escaped form. Wrap the in-process service
 // once, at the transport; a client of the HTTP API already speaks it. The
-// result implements grove.PullRequester exactly when svc does.
+// result implements grove.PullRequester and grove.Debugger exactly when
+// svc does.
 func EscapeNames(svc grove.Service) grove.Service {
 	n := &names{Service: svc}
-	if pr, ok := svc.(grove.PullRequester); ok {
+	pr, isPR := svc.(grove.PullRequester)
+	d, isDebug := svc.(grove.Debugger)
+	switch {
+	case isPR && isDebug:
+		return namesPRDebug{namesPR{n, pr}, debugNames{d}}
+	case isPR:
 		return namesPR{n, pr}
+	case isDebug:
+		return namesDebug{n, debugNames{d}}
 	}
 	return n
 }

@@ -36,6 +36,7 @@ type Local struct {
 	log       *slog.Logger
 	term      *terminal // nil: no mirror
 	sessions  sessions
+	dbg       localDebug
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -130,6 +131,7 @@ func (l *Local) TerminalWhere() string {
 func (l *Local) Close() error {
 	l.closeOnce.Do(func() {
 		l.sessions.killAll()
+		l.closeDebug()
 		l.term.close()
 		l.closeErr = l.fs.Close()
 		if l.tmpDir != "" {
@@ -152,6 +154,7 @@ func (l *Local) Routes(d *Dispatcher) {
 	d.Handle(RouteGitDiff, l.gitDiff)
 	d.Handle(RouteGitLog, l.gitLog)
 	d.Handle(RouteGitCommit, l.gitCommit)
+	l.debugRoutes(d)
 }
 
 func decode(payload json.RawMessage, v any) error {

@@ -153,3 +153,45 @@ func TestLLDBStepIntoOut(t *testing.T) {
 		t.Errorf("bad step kind: %v", err)
 	}
 }
+
+// The hand-off's race, both ways: a program that reached its breakpoint on
+// its own before the agent called continue is shown stopped there, not run
+// past it to its end; and a stop that has been shown is resumed.
+func TestContinueReturnsAStopNotYetShown(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, dir)
+	requireAdapter(t, m, lldbDAP)
+	writeFile(t, dir, "add_numbers.c", addC)
+	gcc(t, dir, "add_numbers.c", "add")
+	ctx := ctxT(t)
+	sess, err := m.Start(ctx, grove.DebugStartRequest{Language: "c", Program: "add",
+		Breakpoints: []grove.SourceBreakpoints{{File: "add_numbers.c", Lines: []int{4, 10}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for m.sessionState(sess.ID) != grove.DebugStopped {
+		if time.Now().After(deadline) {
+			t.Fatal("never reached the breakpoint")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	snap, err := m.Continue(ctx, grove.DebugContinueRequest{Session: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 4)
+	snap, err = m.Continue(ctx, grove.DebugContinueRequest{Session: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStoppedAt(t, snap, "add_numbers.c", 10)
+}
+
+func (m *Manager) sessionState(id string) string {
+	s, err := m.get(id)
+	if err != nil {
+		return ""
+	}
+	return s.info().State
+}

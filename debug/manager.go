@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -210,6 +211,12 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 		return nil, grove.Errorf(grove.ErrUnavailable, "the workspace's debugger is closed")
 	}
 	info := s.info()
+	if info.State == grove.DebugStopped {
+		// The caller learns it stopped (at entry): continue resumes.
+		s.mu.Lock()
+		s.shown = s.stops
+		s.mu.Unlock()
+	}
 	info.Workspace = m.opt.Workspace
 	m.log.Info("debug session started", "session", id, "adapter", p.adapter.name, "program", p.program, "state", info.State)
 	return &info, nil
@@ -273,11 +280,19 @@ func (m *Manager) prune() {
 func (m *Manager) launch(ctx context.Context, s *session, p *plan, path string, dial Dialer, bps []grove.SourceBreakpoints) error {
 	// dlv builds the program itself: GOFLAGS and friends must reach the
 	// build, not only the program.
+	// It also builds in its own working directory, so it starts in the
+	// launch's cwd: a package directory with its go.mod.
 	var env map[string]string
+	dir := ""
 	if p.adapter == delve {
 		env = p.env
+		if cwd, ok := p.args["cwd"].(string); ok {
+			if rel, err := filepath.Rel(m.h.Root(), cwd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+				dir = rel
+			}
+		}
 	}
-	if err := m.connect(ctx, s, path, env, dial); err != nil {
+	if err := m.connect(ctx, s, path, env, dir, dial); err != nil {
 		return err
 	}
 	init := dap.InitializeRequestArguments{
@@ -360,7 +375,7 @@ func (m *Manager) launch(ctx context.Context, s *session, p *plan, path string, 
 
 // connect starts the adapter and opens its DAP stream: stdio, or for dlv
 // the TCP address it prints.
-func (m *Manager) connect(ctx context.Context, s *session, path string, env map[string]string, dial Dialer) error {
+func (m *Manager) connect(ctx context.Context, s *session, path string, env map[string]string, dir string, dial Dialer) error {
 	var argv []string
 	switch s.adapter {
 	case lldbDAP:
@@ -370,7 +385,7 @@ func (m *Manager) connect(ctx context.Context, s *session, path string, env map[
 	case delve:
 		argv = []string{path, "dap", "--listen=127.0.0.1:0"}
 	}
-	proc, err := m.h.Spawn(ctx, argv, env, "")
+	proc, err := m.h.Spawn(ctx, argv, env, dir)
 	if err != nil {
 		if errors.Is(err, grove.ErrNotInstalled) || errors.Is(err, grove.ErrUnavailable) {
 			return grove.Errorf(grove.ErrDebugAdapterUnavailable, "%s would not start: %v", s.adapter.name, err)

@@ -97,6 +97,15 @@ func (m *Manager) Continue(ctx context.Context, req grove.DebugContinueRequest) 
 	if thread == 0 {
 		thread = s.lastThread()
 	}
+	// A program that reached a breakpoint nobody has been shown yet (it
+	// ran there on its own after start) is not resumed past it: continue
+	// means "run to the next stop the caller has not seen", which is what
+	// an agent that set a breakpoint and called continue expects. The
+	// hand-off's "session is running, expected paused" came from the
+	// opposite race.
+	if s.unseenStop() {
+		return m.snapshot(ctx, s, grove.DebugSnapshotRequest{Session: s.id, Expressions: req.Expressions})
+	}
 	// A program already running is waited for, not continued again.
 	wasStopped, after := s.resumed()
 	if wasStopped {

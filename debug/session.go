@@ -58,6 +58,9 @@ type session struct {
 	stopReason string
 	threadID   int // the thread that stopped last
 	stops      int // counts stopped events, so a wait can ask for the next one
+	// shown is the stop count last returned to a caller in a stopped
+	// snapshot (or start): a stop past it has not been seen yet.
+	shown int
 	exitCode   *int
 	changed    chan struct{} // closed and replaced on every state change
 	output     []byte
@@ -184,6 +187,15 @@ func (s *session) shutdown(ctx context.Context) {
 // the program was stopped (so a resume request is due) and the stop count
 // to wait past, read together so that a stop arriving meanwhile is not
 // missed.
+// unseenStop reports whether the program is stopped at a stop no caller
+// has been shown yet: one it reached on its own after start or after a
+// continue that returned while it was still running.
+func (s *session) unseenStop() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == grove.DebugStopped && s.stops > s.shown
+}
+
 func (s *session) resumed() (wasStopped bool, after int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

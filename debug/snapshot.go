@@ -20,6 +20,9 @@ const scopeFrames = 2
 func (m *Manager) snapshot(ctx context.Context, s *session, req grove.DebugSnapshotRequest) (*grove.DebugSnapshot, error) {
 	s.mu.Lock()
 	snap := &grove.DebugSnapshot{Session: s.id, State: s.state, StopReason: s.stopReason, ThreadID: s.threadID, ExitCode: s.exitCode}
+	if s.state == grove.DebugStopped {
+		s.shown = s.stops
+	}
 	s.mu.Unlock()
 	if snap.State != grove.DebugStopped {
 		snap.StopReason, snap.ThreadID = "", 0

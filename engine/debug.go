@@ -50,6 +50,7 @@ type debugState struct {
 
 type wsDebug struct {
 	mgr  *debug.Manager
+	host *runtimeHost
 	user string
 	// ctx bounds the life of the adapters spawned for this workspace: it
 	// ends when the workspace's sessions are closed.
@@ -91,7 +92,7 @@ func (e *Engine) debugger(ctx context.Context, ws *grove.Workspace) (*wsDebug, e
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	h := &runtimeHost{e: e, ws: ws, sp: sp, root: root, life: lctx}
-	d := &wsDebug{user: ws.User, ctx: lctx, cancel: cancel}
+	d := &wsDebug{host: h, user: ws.User, ctx: lctx, cancel: cancel}
 	d.mgr = debug.NewManager(h, debug.Options{MaxSessions: DebugSessionsPerWorkspace, Log: e.log.With("workspace", ws.ID), Now: e.now})
 
 	e.dbg.mu.Lock()

@@ -23,6 +23,17 @@ var tracing = []string{"ptrace", "process_vm_readv", "process_vm_writev", "pidfd
 // engine applies when a container names none) without the tracing calls,
 // as the JSON the engine takes in HostConfig.SecurityOpt. Rules granted
 // only with a capability are left alone: containers have none.
+// tracingProfile is Docker's default profile unchanged, tracing calls
+// included: the profile of a workspace's debug container (spawn.go),
+// which hosts that workspace alone.
+var tracingProfile = sync.OnceValues(func() (string, error) {
+	b, err := json.Marshal(seccomp.DefaultProfile())
+	if err != nil {
+		return "", fmt.Errorf("docker: seccomp profile: %w", err)
+	}
+	return string(b), nil
+})
+
 var seccompProfile = sync.OnceValues(func() (string, error) {
 	p := seccomp.DefaultProfile()
 	kept := p.Syscalls[:0]

@@ -2,6 +2,8 @@ package docker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"strconv"
 	"strings"
@@ -18,19 +20,27 @@ import (
 
 var _ driver.Spawner = (*Driver)(nil)
 
-// Spawn implements driver.Spawner: an exec in the workspace's container,
-// as Exec makes it (same user, environment, directory, the container's
-// limits, seccomp profile and dropped capabilities), attached to stdin and
-// stdout through the hijacked connection; stdcopy separates stdout from
-// stderr. The wrapper's timeout puts the process in its own group, whose
-// id is the exec's pid, so the whole tree dies on Close, on ctx, and when
-// the process exits.
+// Spawn implements driver.Spawner: an exec attached to stdin and stdout
+// through the hijacked connection (stdcopy separates stdout from stderr),
+// as Exec makes it — same image, user, environment, directory, mounts,
+// dropped capabilities, no-new-privileges, read-only root and limits — in
+// the workspace's debug container rather than the shared one.
 //
-// Unlike a command, a spawned process does not hold the container's gate
-// for its life: it would block every recreation of the pair's container
-// (a new workspace of the project) for as long as a debug session lasts.
-// A recreation therefore kills the pair's spawned processes; their stdout
-// ends and Wait reports the kill.
+// Spawned processes are debug adapters and the programs they debug, and a
+// debugger needs ptrace, which the shared container's profile removes (it
+// hosts every workspace of the (user, project) pair, so tracing would
+// reach the other workspaces' commands and the container's init;
+// docs/SECURITY.md). The debug container hosts this one workspace — its
+// mounts only — and keeps Docker's default profile, tracing included: a
+// process there can trace nothing but this workspace's own spawned
+// processes. It is made on the first Spawn and removed with the
+// workspace's Stop and Destroy. Its /tmp and HOME are its own, and its
+// limits (memory, pids) are a second set beside the shared container's.
+//
+// The wrapper's timeout puts the process in its own group, whose id is
+// the exec's pid, so the whole tree dies on Close, on ctx, and when the
+// process exits. The container's gate is held only to create the exec,
+// not for the process's life.
 func (d *Driver) Spawn(ctx context.Context, workspaceID string, req grove.ExecRequest) (driver.Process, error) {
 	b, err := d.lookup(workspaceID)
 	if err != nil {
@@ -71,7 +81,11 @@ func (d *Driver) Spawn(ctx context.Context, workspaceID string, req grove.ExecRe
 		User: d.user, WorkingDir: dir, Env: env, Cmd: cmd,
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}
-	created, att, err := d.spawnExec(ctx, b, workspaceID, opts)
+	db, err := d.debugBox(ctx, b, workspaceID, spec)
+	if err != nil {
+		return nil, err
+	}
+	created, att, err := d.spawnExec(ctx, db, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +130,11 @@ func (d *Driver) Spawn(ctx context.Context, workspaceID string, req grove.ExecRe
 // spawnExec creates and attaches an exec, starting (or, stopped behind the
 // driver's back, restarting) the container first. It holds the gate only
 // while it does so.
-func (d *Driver) spawnExec(ctx context.Context, b *box, workspaceID string, opts container.ExecOptions) (string, types.HijackedResponse, error) {
+func (d *Driver) spawnExec(ctx context.Context, b *box, opts container.ExecOptions) (string, types.HijackedResponse, error) {
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	b.mu.Lock()
 	needStart := !b.running
-	delete(b.stopped, workspaceID)
 	b.mu.Unlock()
 	if needStart {
 		if err := d.start(ctx, b); err != nil {
@@ -145,6 +158,49 @@ func (d *Driver) spawnExec(ctx context.Context, b *box, workspaceID string, opts
 		return "", types.HijackedResponse{}, d.execErr(ctx, err)
 	}
 	return created.ID, att, nil
+}
+
+// debugBox returns workspaceID's debug container, creating it (for spec,
+// on the shared box b's user and project) when there is none.
+func (d *Driver) debugBox(ctx context.Context, b *box, workspaceID string, spec driver.Spec) (*box, error) {
+	d.mu.Lock()
+	db := d.debug[workspaceID]
+	if db == nil {
+		sum := sha256.Sum256([]byte(workspaceID))
+		db = &box{
+			name: "grove-dbg-" + hex.EncodeToString(sum[:8]), user: b.user, project: b.project,
+			specs: map[string]driver.Spec{}, stopped: map[string]bool{}, debug: true,
+		}
+		d.debug[workspaceID] = db
+	}
+	d.mu.Unlock()
+	db.gate.Lock()
+	defer db.gate.Unlock()
+	db.mu.Lock()
+	exists := db.id != ""
+	db.mu.Unlock()
+	if exists {
+		return db, nil // spawnExec starts it if it stopped
+	}
+	if err := d.recreate(ctx, db, map[string]driver.Spec{workspaceID: spec}); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// removeDebugBox removes workspaceID's debug container, if any, killing
+// its processes.
+func (d *Driver) removeDebugBox(ctx context.Context, workspaceID string) error {
+	d.mu.Lock()
+	db := d.debug[workspaceID]
+	delete(d.debug, workspaceID)
+	d.mu.Unlock()
+	if db == nil {
+		return nil
+	}
+	db.gate.Lock()
+	defer db.gate.Unlock()
+	return d.recreate(ctx, db, map[string]driver.Spec{})
 }
 
 type dockerProc struct {

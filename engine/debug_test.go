@@ -73,9 +73,46 @@ func debugWorkspace(t *testing.T, drv driver.Driver) (*fixture, *grove.Workspace
 
 // dapConn speaks DAP framing over a debug.Process.
 type dapConn struct {
-	p   debug.Process
-	r   *bufio.Reader
-	seq int
+	p       debug.Process
+	msgs    chan map[string]any
+	pending []map[string]any // read, not matched yet
+	seq     int
+}
+
+func newDAP(p debug.Process) *dapConn {
+	c := &dapConn{p: p, msgs: make(chan map[string]any, 256)}
+	go func() {
+		defer close(c.msgs)
+		r := bufio.NewReader(p)
+		for {
+			n := -1
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				line = strings.TrimSpace(line)
+				if line == "" {
+					break
+				}
+				if v, ok := strings.CutPrefix(line, "Content-Length:"); ok {
+					n, _ = strconv.Atoi(strings.TrimSpace(v))
+				}
+			}
+			if n < 0 {
+				return
+			}
+			body := make([]byte, n)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(body, &m) == nil {
+				c.msgs <- m
+			}
+		}
+	}()
+	return c
 }
 
 func (c *dapConn) send(t *testing.T, command string, args any) int {
@@ -88,57 +125,46 @@ func (c *dapConn) send(t *testing.T, command string, args any) int {
 	return c.seq
 }
 
-// response reads messages until the response to seq, within 30 s.
+// await reads messages until one matches, within 30 s.
+func (c *dapConn) await(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	for i, m := range c.pending {
+		if match(m) {
+			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			return m
+		}
+	}
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.msgs:
+			if !ok {
+				t.Fatalf("the adapter ended before %s", what)
+			}
+			if match(m) {
+				return m
+			}
+			c.pending = append(c.pending, m)
+			if os.Getenv("GROVE_TEST_DAP_LOG") != "" {
+				t.Logf("dap: %v", m)
+			}
+		case <-timeout:
+			t.Fatalf("no %s within 30 s", what)
+		}
+	}
+}
+
 func (c *dapConn) response(t *testing.T, seq int) map[string]any {
 	t.Helper()
-	type res struct {
-		m   map[string]any
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		for {
-			n := -1
-			for {
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					ch <- res{nil, err}
-					return
-				}
-				line = strings.TrimSpace(line)
-				if line == "" {
-					break
-				}
-				if v, ok := strings.CutPrefix(line, "Content-Length:"); ok {
-					n, _ = strconv.Atoi(strings.TrimSpace(v))
-				}
-			}
-			body := make([]byte, n)
-			if _, err := io.ReadFull(c.r, body); err != nil {
-				ch <- res{nil, err}
-				return
-			}
-			var m map[string]any
-			if err := json.Unmarshal(body, &m); err != nil {
-				ch <- res{nil, err}
-				return
-			}
-			if m["type"] == "response" && int(m["request_seq"].(float64)) == seq {
-				ch <- res{m, nil}
-				return
-			}
-		}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("read DAP response: %v", r.err)
-		}
-		return r.m
-	case <-time.After(30 * time.Second):
-		t.Fatal("no DAP response within 30 s")
-		return nil
-	}
+	return c.await(t, fmt.Sprintf("response to %d", seq), func(m map[string]any) bool {
+		rs, _ := m["request_seq"].(float64)
+		return m["type"] == "response" && int(rs) == seq
+	})
+}
+
+func (c *dapConn) event(t *testing.T, name string) map[string]any {
+	t.Helper()
+	return c.await(t, "event "+name, func(m map[string]any) bool { return m["type"] == "event" && m["event"] == name })
 }
 
 // processesIn lists host processes whose working directory or command
@@ -206,11 +232,33 @@ func testDebugC(t *testing.T, drv driver.Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &dapConn{p: p, r: bufio.NewReader(p)}
+	// A whole session by hand: launch under a breakpoint, stop at line 4
+	// — lldb-dap can trace its program inside the runtime.
+	c := newDAP(p)
 	resp := c.response(t, c.send(t, "initialize", map[string]any{"adapterID": "lldb-dap", "clientID": "grove-test", "linesStartAt1": true, "columnsStartAt1": true, "pathFormat": "path"}))
 	if resp["success"] != true {
 		t.Fatalf("initialize: %v", resp)
 	}
+	launch := c.send(t, "launch", map[string]any{"program": filepath.Join(h.Root(), "add_numbers"), "cwd": h.Root(), "stopOnEntry": false})
+	c.event(t, "initialized")
+	bp := c.response(t, c.send(t, "setBreakpoints", map[string]any{"source": map[string]any{"path": filepath.Join(h.Root(), "add_numbers.c")}, "breakpoints": []any{map[string]any{"line": 4}}}))
+	if bp["success"] != true {
+		t.Fatalf("setBreakpoints: %v", bp)
+	}
+	if r := c.response(t, c.send(t, "configurationDone", nil)); r["success"] != true {
+		t.Fatalf("configurationDone: %v", r)
+	}
+	if r := c.response(t, launch); r["success"] != true {
+		t.Fatalf("launch inside the runtime: %v", r)
+	}
+	stopped := c.event(t, "stopped")
+	tid := stopped["body"].(map[string]any)["threadId"]
+	st := c.response(t, c.send(t, "stackTrace", map[string]any{"threadId": tid, "levels": 1}))
+	frames, _ := st["body"].(map[string]any)["stackFrames"].([]any)
+	if len(frames) == 0 || frames[0].(map[string]any)["line"].(float64) != 4 {
+		t.Fatalf("not stopped at add_numbers.c:4: %v", st)
+	}
+	c.response(t, c.send(t, "disconnect", map[string]any{"terminateDebuggee": true}))
 	if b, err := h.ReadFile(bg, "add_numbers.c"); err != nil || string(b) != addNumbersC {
 		t.Fatalf("ReadFile: %v %q", err, b)
 	}

@@ -450,3 +450,50 @@ func TestDebugNeedsASpawner(t *testing.T) {
 
 // noSpawn hides a driver's Spawner.
 type noSpawn struct{ driver.Driver }
+
+// Live sessions are bounded per workspace (and per user, over all of the
+// user's workspaces).
+func TestDebugSessionLimitOnBwrap(t *testing.T) {
+	f, ws := debugWorkspace(t, bwrapDriver(t))
+	req := grove.DebugStartRequest{Language: "c", Program: "add_numbers", StopOnEntry: true}
+	for i := 0; i < engine.DebugSessionsPerWorkspace; i++ {
+		_, err := f.eng.DebugStart(bg, ws.ID, req)
+		if stubbed(err) {
+			t.Skip("package debug is the placeholder")
+		}
+		if err != nil {
+			t.Fatalf("session %d: %v", i+1, err)
+		}
+	}
+	if _, err := f.eng.DebugStart(bg, ws.ID, req); !errors.Is(err, grove.ErrResourceLimit) {
+		t.Fatalf("session %d: %v, want ErrResourceLimit", engine.DebugSessionsPerWorkspace+1, err)
+	}
+	ss, err := f.eng.DebugSessions(bg, ws.ID)
+	if err != nil || len(ss) != engine.DebugSessionsPerWorkspace {
+		t.Fatalf("sessions: %v %d", err, len(ss))
+	}
+	// Stopping one makes room; releasing the workspace ends them all.
+	if err := f.eng.DebugStop(bg, ws.ID, ss[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.eng.DebugStart(bg, ws.ID, req); err != nil {
+		t.Fatalf("after a stop: %v", err)
+	}
+	if err := f.eng.Release(bg, ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ss, err := f.eng.DebugSessions(bg, ws.ID); err != nil || live(ss) != 0 {
+		t.Fatalf("sessions after release: %v %+v", err, ss)
+	}
+	waitNoProcessesIn(t, ws.LocalPath)
+}
+
+func live(ss []grove.DebugSession) int {
+	n := 0
+	for _, s := range ss {
+		if s.State != grove.DebugTerminated {
+			n++
+		}
+	}
+	return n
+}

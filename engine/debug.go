@@ -245,8 +245,13 @@ func (e *Engine) DebugStart(ctx context.Context, id string, req grove.DebugStart
 	if err != nil {
 		return nil, err
 	}
-	// The program may write from now on.
-	e.afterExec(ctx, ws, grove.ExecRequest{Class: grove.ClassWrite}, &grove.ExecResult{}, nil)
+	// The workspace is in use again, and the program may write from now
+	// on (where the workspace is writable).
+	class := grove.ClassRead
+	if ws.Capabilities().Writable {
+		class = grove.ClassWrite
+	}
+	e.afterExec(ctx, ws, grove.ExecRequest{Class: class}, &grove.ExecResult{}, nil)
 	return s, nil
 }
 

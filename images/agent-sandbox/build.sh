@@ -32,7 +32,10 @@ full)
 	# python3-debugpy the Python adapter; gcc and libc6-dev build what
 	# lldb-dap debugs. lldb-19 pulls libllvm19 and libclang-cpp19 (about
 	# 250 MB installed together), the price of a C/C++/Rust debugger.
-	packages=git,git-lfs,ripgrep,fd-find,jq,curl,ca-certificates,tini,python3,nodejs,gcc,libc6-dev,lldb-19,python3-debugpy
+	# python3-debugpy depends on gdb, whose libsource-highlight4v5 needs the
+	# virtual libboost-regex1.74.0-icu72, which debootstrap cannot resolve:
+	# libboost-regex1.74.0 provides it and is named here.
+	packages=git,git-lfs,ripgrep,fd-find,jq,curl,ca-certificates,tini,python3,nodejs,gcc,libc6-dev,lldb-19,python3-debugpy,libboost-regex1.74.0
 	repo=grove/agent-sandbox ;;
 lean)
 	packages=git,ripgrep,ca-certificates,tini

@@ -167,8 +167,8 @@ func (c *dapConn) event(t *testing.T, name string) map[string]any {
 	return c.await(t, "event "+name, func(m map[string]any) bool { return m["type"] == "event" && m["event"] == name })
 }
 
-// processesIn lists host processes whose working directory or command
-// line names dir.
+// processesIn lists host processes whose working directory, command line
+// or environment names dir.
 func processesIn(dir string) []string {
 	var out []string
 	ents, _ := os.ReadDir("/proc")
@@ -179,8 +179,9 @@ func processesIn(dir string) []string {
 		}
 		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
 		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		line := strings.ReplaceAll(string(cmd), "\x00", " ")
-		if cwd == dir || strings.HasPrefix(cwd, dir+"/") || strings.Contains(line, dir) {
+		if cwd == dir || strings.HasPrefix(cwd, dir+"/") || strings.Contains(line, dir) || strings.Contains(string(env), dir) {
 			out = append(out, fmt.Sprintf("%d cwd=%s %s", pid, cwd, line))
 		}
 	}
@@ -335,11 +336,16 @@ func testDebugC(t *testing.T, drv driver.Driver) {
 // host) and destroys the workspace: nothing of it may survive.
 func destroyKillsAdapters(t *testing.T, f *fixture, ws *grove.Workspace, h debug.Host, adapter string) {
 	t.Helper()
-	p, err := h.Spawn(bg, []string{adapter}, nil, "")
+	// The variable marks the adapter for processesIn wherever the runtime
+	// puts its working directory.
+	p, err := h.Spawn(bg, []string{adapter}, map[string]string{"GROVE_TEST_WORKSPACE": ws.LocalPath}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	for deadline := time.Now().Add(10 * time.Second); len(processesIn(ws.LocalPath)) == 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if len(processesIn(ws.LocalPath)) == 0 {
 		t.Fatal("no process of the workspace is visible; the check below would prove nothing")
 	}
@@ -391,11 +397,10 @@ if cat "$SECRET" 2>/dev/null; then :; else echo no-read; fi
 echo "uid=$(id -u)"
 echo "host-root-entries=$(ls /root 2>/dev/null | wc -l)"
 `
-	if err := f.eng.WriteFile(bg, ws.ID, "bin/lldb-dap", []byte(fake)); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := f.eng.Exec(bg, ws.ID, grove.ExecRequest{Argv: []string{"chmod", "+x", "bin/lldb-dap"}}); err != nil || res.ExitCode != 0 {
-		t.Fatalf("chmod: %v %+v", err, res)
+	// Planted by the agent's own command, as an agent would.
+	res, err := f.eng.Exec(bg, ws.ID, grove.ExecRequest{Shell: "mkdir -p bin && cat > bin/lldb-dap && chmod +x bin/lldb-dap", Stdin: []byte(fake)})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("plant the fake adapter: %v %+v", err, res)
 	}
 	h, err := engine.DebugHost(bg, f.eng, ws.ID)
 	if err != nil {

@@ -176,6 +176,14 @@ func (d *Driver) debugBox(ctx context.Context, b *box, workspaceID string, spec 
 	d.mu.Unlock()
 	db.gate.Lock()
 	defer db.gate.Unlock()
+	d.mu.Lock()
+	current := d.debug[workspaceID] == db
+	d.mu.Unlock()
+	if !current {
+		// Stop or Destroy removed it meanwhile: make no container that
+		// nothing would remove.
+		return nil, grove.Errorf(grove.ErrConflict, "workspace %s's runtime is stopping", workspaceID)
+	}
 	db.mu.Lock()
 	exists := db.id != ""
 	db.mu.Unlock()

@@ -417,3 +417,13 @@ func (a adapterProc) Read(b []byte) (int, error) {
 }
 func (a adapterProc) Write(b []byte) (int, error) { return a.p.Stdin().Write(b) }
 func (a adapterProc) Close() error                { return a.p.Close() }
+
+// StderrTail is the end of the adapter's stderr (kept bounded by the
+// driver), which says why an adapter died better than end of file does.
+func (a adapterProc) StderrTail() string {
+	b := a.p.Stderr()
+	if len(b) > 4<<10 {
+		b = b[len(b)-4<<10:]
+	}
+	return string(b)
+}

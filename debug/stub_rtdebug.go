@@ -57,5 +57,5 @@ func (m *Manager) Evaluate(ctx context.Context, req grove.DebugEvaluateRequest) 
 	return nil, errStub
 }
 func (m *Manager) Sessions(ctx context.Context) []grove.DebugSession { return nil }
-func (m *Manager) Stop(ctx context.Context, session string) error     { return errStub }
-func (m *Manager) Close() error                                       { return nil }
+func (m *Manager) Stop(ctx context.Context, session string) error    { return errStub }
+func (m *Manager) Close() error                                      { return nil }

@@ -375,7 +375,7 @@ func (h *runtimeHost) Run(ctx context.Context, argv []string, timeout time.Durat
 
 // Spawn implements debug.Host: the adapter, a long-lived process in the
 // runtime. ctx bounds the start only; the process lives until the
-// manager closes it or the workspace's sessions end.
+// manager closes it or the workspace's sessions end (closeDebug).
 func (h *runtimeHost) Spawn(ctx context.Context, argv []string, env map[string]string, dir string) (debug.Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -390,13 +390,25 @@ func (h *runtimeHost) Spawn(ctx context.Context, argv []string, env map[string]s
 	if !h.ws.Capabilities().Writable {
 		class = grove.ClassRead // and cannot, where the workspace is mounted read-only
 	}
-	p, err := h.sp.Spawn(h.life, h.ws.ID, grove.ExecRequest{
+	// The process lives as long as the workspace's sessions (life); ctx
+	// bounds only the start: ending it while the driver still sets the
+	// process up kills the process.
+	pctx, cancel := context.WithCancel(h.life)
+	detach := context.AfterFunc(ctx, cancel)
+	p, err := h.sp.Spawn(pctx, h.ws.ID, grove.ExecRequest{
 		Argv: argv, Env: h.env(env), Dir: dir, Class: class, MaxOutput: 64 << 10,
 	})
-	if err != nil {
+	if !detach() || err != nil {
+		cancel()
+		if p != nil {
+			p.Close()
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
 		return nil, err
 	}
-	return adapterProc{p}, nil
+	return adapterProc{p: p, cancel: cancel}, nil
 }
 
 // ReadFile implements debug.Host through the provider's confined reads.
@@ -405,7 +417,10 @@ func (h *runtimeHost) ReadFile(ctx context.Context, rel string) ([]byte, error) 
 }
 
 // adapterProc is a driver.Process as debug.Process.
-type adapterProc struct{ p driver.Process }
+type adapterProc struct {
+	p      driver.Process
+	cancel context.CancelFunc // frees the process's context
+}
 
 func (a adapterProc) Read(b []byte) (int, error) {
 	n, err := a.p.Stdout().Read(b)
@@ -416,7 +431,11 @@ func (a adapterProc) Read(b []byte) (int, error) {
 	return n, err
 }
 func (a adapterProc) Write(b []byte) (int, error) { return a.p.Stdin().Write(b) }
-func (a adapterProc) Close() error                { return a.p.Close() }
+func (a adapterProc) Close() error {
+	err := a.p.Close()
+	a.cancel()
+	return err
+}
 
 // StderrTail is the end of the adapter's stderr (kept bounded by the
 // driver), which says why an adapter died better than end of file does.

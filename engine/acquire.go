@@ -244,6 +244,7 @@ func (e *Engine) materialise(ctx context.Context, cache *grove.RepoCache, ws *gr
 		// bwrap hands a writable tree to the sandbox's uid at Create).
 		e.runtimes.Delete(ws.ID)
 		e.forget(ws.ID)
+		e.closeDebug(ws.ID) // sessions on the old tree end
 	}
 	ws.State = grove.WorkspaceReady
 	ws.UpdatedAt = e.now().UTC()

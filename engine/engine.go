@@ -142,6 +142,8 @@ type Engine struct {
 	written sync.Map // id -> *atomic.Int64
 	// access remembers successful access checks per (user, repository).
 	access accessMemo
+	// dbg holds the workspaces' debug sessions (debug.go).
+	dbg debugState
 }
 
 var _ grove.Service = (*Engine)(nil)

@@ -91,6 +91,7 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 		switch {
 		case rt.State == string(driver.StateRunning) && idle >= p.RuntimeIdle:
 			e.tryHeld(ctx, ws.ID, rep, func(ws *grove.Workspace) error {
+				e.closeDebug(ws.ID) // sessions die with the runtime
 				if err := e.drv.Stop(ctx, ws.ID); err != nil && !errors.Is(err, grove.ErrNotFound) {
 					return err
 				}
@@ -100,6 +101,7 @@ func (e *Engine) Evict(ctx context.Context, p EvictionPolicy) (*EvictionReport, 
 			})
 		case rt.State == string(driver.StateStopped) && now.Sub(rt.UpdatedAt) >= p.RuntimeStopped:
 			e.tryHeld(ctx, ws.ID, rep, func(ws *grove.Workspace) error {
+				e.closeDebug(ws.ID)
 				if err := e.drv.Destroy(ctx, ws.ID); err != nil {
 					return err
 				}

@@ -52,6 +52,9 @@ func (e *Engine) Release(ctx context.Context, id string) error {
 
 // releaseHeld releases ws; the caller holds its exclusive lock.
 func (e *Engine) releaseHeld(ctx context.Context, ws *grove.Workspace) error {
+	// Debug sessions end with the runtime, before the branch is saved, so
+	// no debuggee writes behind the save.
+	e.closeDebug(ws.ID)
 	// Saving and inspecting run in the runtime: before it stops.
 	if err := e.saveBranch(ctx, ws); err != nil {
 		return err
@@ -138,6 +141,7 @@ func (e *Engine) destroyHeld(ctx context.Context, ws *grove.Workspace) error {
 
 // removeHeld removes ws's runtime, files and record.
 func (e *Engine) removeHeld(ctx context.Context, ws *grove.Workspace) error {
+	e.closeDebug(ws.ID)
 	if err := e.drv.Destroy(ctx, ws.ID); err != nil {
 		return err
 	}

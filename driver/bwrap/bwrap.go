@@ -291,29 +291,10 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	if err != nil {
 		return nil, err
 	}
-	spec, _, err := d.runtimes.Resume(workspaceID)
+	args, l, cg, err := d.prepare(workspaceID, req)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := procexec.ResolveDir(spec.WorkDir, req.Dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := ensureProtected(spec); err != nil {
-		return nil, err
-	}
-	l := limitsOf(spec.Limits)
-	argv := req.Argv
-	if req.Shell != "" {
-		argv = []string{d.shell, "-c", req.Shell}
-	}
-	var cg *wsCgroup
-	if d.cgroups != nil {
-		if cg, err = d.cgroups.workspace(spec.User, spec.WorkspaceID, l); err != nil {
-			return nil, err
-		}
-	}
-	args := d.args(spec, dir, procexec.Env(sandboxHome, req.Env), argv)
 	res, err := d.run(ctx, args, l, cg, procexec.Params{
 		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit, StreamOnly: req.StreamOnly,
 	})
@@ -322,6 +303,34 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 	}
 	mapExecFailure(res)
 	return res, nil
+}
+
+// prepare is what Exec and Spawn share: the runtime's spec, the confined
+// directory, the protected paths in place, the workspace's cgroup and
+// bwrap's command line for req.
+func (d *Driver) prepare(workspaceID string, req grove.ExecRequest) (args []string, l limits, cg *wsCgroup, err error) {
+	spec, _, err := d.runtimes.Resume(workspaceID)
+	if err != nil {
+		return nil, l, nil, err
+	}
+	dir, err := procexec.ResolveDir(spec.WorkDir, req.Dir)
+	if err != nil {
+		return nil, l, nil, err
+	}
+	if err := ensureProtected(spec); err != nil {
+		return nil, l, nil, err
+	}
+	l = limitsOf(spec.Limits)
+	argv := req.Argv
+	if req.Shell != "" {
+		argv = []string{d.shell, "-c", req.Shell}
+	}
+	if d.cgroups != nil {
+		if cg, err = d.cgroups.workspace(spec.User, spec.WorkspaceID, l); err != nil {
+			return nil, l, nil, err
+		}
+	}
+	return d.args(spec, dir, procexec.Env(sandboxHome, req.Env), argv), l, cg, nil
 }
 
 // ensureProtected makes sure every protected path exists before the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -54,46 +55,53 @@ func limitsOf(l driver.Limits) limits {
 // infoTimeout bounds the wait for bwrap to report its sandbox's pid.
 const infoTimeout = 10 * time.Second
 
-// run starts bwrap blocked (--block-fd), applies the limits to the sandbox
-// process it reports (--info-fd), then lets it run.
-func (d *Driver) run(ctx context.Context, args []string, l limits, cg *wsCgroup, p procexec.Params) (*grove.ExecResult, error) {
+// launch is bwrap's command line for args, started blocked (--block-fd)
+// and reporting its sandbox's pid (--info-fd), with started — the hook to
+// run once the process is up — which applies the limits to that pid (and
+// enters the workspace's cgroup) before letting the sandbox go, and
+// release, which frees the descriptors once the process is gone. Exec and
+// Spawn share it, so a spawned process gets exactly Exec's sandbox.
+func (d *Driver) launch(args []string, l limits, cg *wsCgroup) (cmd *exec.Cmd, started func(int) error, release func(), err error) {
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("bwrap: %w", err)
+		return nil, nil, nil, fmt.Errorf("bwrap: %w", err)
 	}
-	defer blockW.Close()
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		blockR.Close()
-		return nil, fmt.Errorf("bwrap: %w", err)
+		blockW.Close()
+		return nil, nil, nil, fmt.Errorf("bwrap: %w", err)
 	}
-	defer infoR.Close()
-
 	filter, err := filterFile(d.seccomp)
 	if err != nil {
 		blockR.Close()
+		blockW.Close()
+		infoR.Close()
 		infoW.Close()
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer filter.Close()
-
 	// ExtraFiles become fds 3, 4 and 5 in bwrap (args names 5 for
 	// --seccomp).
 	full := append([]string{d.bin, "--block-fd", "3", "--info-fd", "4"}, args...)
-	cmd := &exec.Cmd{Path: d.bin, Args: full, Env: []string{}, ExtraFiles: []*os.File{blockR, infoW, filter}}
-
-	ooms := int64(-1)
-	if cg != nil {
-		ooms = d.cgroups.oomKills(cg)
+	cmd = &exec.Cmd{Path: d.bin, Args: full, Env: []string{}, ExtraFiles: []*os.File{blockR, infoW, filter}}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			blockR.Close()
+			infoW.Close()
+			blockW.Close()
+			infoR.Close()
+			filter.Close()
+		})
 	}
-	p.Started = func(int) error {
+	started = func(int) error {
 		blockR.Close()
 		infoW.Close()
 		pid, err := sandboxPid(infoR)
 		if err != nil {
 			// bwrap failed before creating the sandbox; its exit status
-			// and stderr tell why, so let Run collect them.
-			return nil
+			// and stderr tell why.
+			return errNoSandbox
 		}
 		if cg != nil {
 			if err := d.cgroups.enter(cg, pid); err != nil {
@@ -106,10 +114,35 @@ func (d *Driver) run(ctx context.Context, args []string, l limits, cg *wsCgroup,
 		_, err = blockW.Write([]byte{1})
 		return err
 	}
+	return cmd, started, release, nil
+}
+
+// errNoSandbox: bwrap reported no sandbox (it failed before making one).
+var errNoSandbox = errors.New("bwrap did not start the sandbox")
+
+// run starts bwrap blocked (--block-fd), applies the limits to the sandbox
+// process it reports (--info-fd), then lets it run.
+func (d *Driver) run(ctx context.Context, args []string, l limits, cg *wsCgroup, p procexec.Params) (*grove.ExecResult, error) {
+	cmd, started, release, err := d.launch(args, l, cg)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	ooms := int64(-1)
+	if cg != nil {
+		ooms = d.cgroups.oomKills(cg)
+	}
+	p.Started = func(pid int) error {
+		if err := started(pid); err != nil && !errors.Is(err, errNoSandbox) {
+			return err
+		}
+		// Without a sandbox, bwrap's exit status and stderr tell why:
+		// let Run collect them.
+		return nil
+	}
 	res, err := procexec.Run(ctx, cmd, p)
 	if err != nil {
-		blockR.Close()
-		infoW.Close()
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, grove.Errorf(grove.ErrNotInstalled, "bwrap: %v", err)
 		}

@@ -36,6 +36,10 @@ type box struct {
 	running bool
 	specs   map[string]driver.Spec
 	stopped map[string]bool // workspaces hibernated by Stop
+
+	// debug marks a workspace's debug container (spawn.go): it hosts that
+	// one workspace and allows the tracing system calls.
+	debug bool
 }
 
 func newBox(user, project string, network driver.NetworkMode) *box {
@@ -177,6 +181,16 @@ func (d *Driver) containerSpec(b *box, specs map[string]driver.Spec) (*container
 	// the image already has the directory.
 	home := fmt.Sprintf("%s,uid=%s,gid=%s,mode=0700", tmpfs, uid, gid)
 	profile, err := seccompProfile()
+	if b.debug {
+		// One workspace's debug container: tracing reaches only that
+		// workspace's adapters and programs (spawn.go). No specs label,
+		// so a restarted server does not adopt it as a workspace's
+		// runtime, and Reconcile removes it.
+		profile, err = tracingProfile()
+		delete(cfg.Labels, LabelSpecs)
+		delete(cfg.Labels, LabelWorkspaces)
+		cfg.Labels[LabelDebug] = ids[0]
+	}
 	if err != nil {
 		return nil, nil, err
 	}

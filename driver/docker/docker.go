@@ -38,6 +38,7 @@ const (
 	LabelProject    = "dev.grove.project"
 	LabelWorkspaces = "dev.grove.workspaces" // comma-separated workspace ids
 	LabelSpecs      = "dev.grove.specs"      // JSON of the workspaces' specs, for adoption
+	LabelDebug      = "dev.grove.debug"      // a workspace's debug container: the workspace id
 	managedBy       = "grove"
 )
 
@@ -86,6 +87,7 @@ type Driver struct {
 	mu     sync.Mutex
 	boxes  map[string]*box // by container name
 	owners map[string]*box // by workspace id
+	debug  map[string]*box // debug containers, by workspace id (spawn.go)
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -115,6 +117,7 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 		ip6tables: opts.IP6Tables,
 		boxes:     map[string]*box{},
 		owners:    map[string]*box{},
+		debug:     map[string]*box{},
 	}
 	if d.image == "" {
 		d.image = agentsandbox.Full.Tag()

@@ -61,6 +61,11 @@ func (d *Driver) Reconcile(ctx context.Context, known func(workspaceID string) b
 			d.mu.Unlock()
 		}
 		b.gate.Unlock()
+		for _, id := range gone {
+			if err := d.removeDebugBox(ctx, id); err != nil {
+				return rep, err
+			}
+		}
 		rep.Forgotten = append(rep.Forgotten, gone...)
 		rep.Kept = append(rep.Kept, slices.Collect(maps.Keys(keep))...)
 	}
@@ -77,6 +82,11 @@ func (d *Driver) Reconcile(ctx context.Context, known func(workspaceID string) b
 	d.mu.Lock()
 	ours := map[string]bool{}
 	for _, b := range d.boxes {
+		b.mu.Lock()
+		ours[b.id] = true
+		b.mu.Unlock()
+	}
+	for _, b := range d.debug {
 		b.mu.Lock()
 		ours[b.id] = true
 		b.mu.Unlock()

@@ -165,6 +165,10 @@ func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
 	if err != nil {
 		return err
 	}
+	// Spawned processes (debug sessions) do not survive hibernation.
+	if err := d.removeDebugBox(ctx, workspaceID); err != nil {
+		return err
+	}
 	b.gate.Lock()
 	defer b.gate.Unlock()
 	b.mu.Lock()
@@ -190,6 +194,9 @@ func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
 // (which is recreated without its mounts, or removed with its last
 // workspace); the workspace's files stay on the host.
 func (d *Driver) Destroy(ctx context.Context, workspaceID string) error {
+	if err := d.removeDebugBox(ctx, workspaceID); err != nil {
+		return err
+	}
 	d.mu.Lock()
 	b := d.owners[workspaceID]
 	d.mu.Unlock()

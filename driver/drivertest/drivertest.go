@@ -12,7 +12,8 @@
 // The suite checks the contract written on driver.Driver: lifecycle,
 // the clean environment, working-directory confinement, stdin, timeouts
 // that kill the whole process tree, output caps, exit 127, cancellation,
-// streaming and concurrency, hibernation and destruction keeping a git
+// streaming and concurrency, interactive processes (driver.Spawner, when
+// implemented), hibernation and destruction keeping a git
 // repository's files and branch. Cases for optional capabilities (isolation
 // — including two users' separation and the workspace-isolation attack on
 // the repo cache and a sibling workspace —, network none, limits) run only
@@ -98,6 +99,10 @@ func Run(t *testing.T, h Harness) {
 		{"Capabilities/ProcessLimit", s.processLimit},
 		{"Capabilities/FileSizeLimit", s.fileSizeLimit},
 		{"Capabilities/CPULimit", s.cpuLimit},
+		{"Spawn/Echo", s.spawnEcho},
+		{"Spawn/CloseKills", s.spawnCloseKills},
+		{"Spawn/MissingBinary", s.spawnMissingBinary},
+		{"Spawn/Isolation", s.spawnIsolation},
 	}
 	for _, c := range cases {
 		t.Run(c.name, c.fn)

@@ -142,3 +142,31 @@ func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.E
 		Stdin: req.Stdin, Timeout: timeout, MaxOutput: maxOutput, Emit: emit, StreamOnly: req.StreamOnly,
 	})
 }
+
+var _ driver.Spawner = (*Driver)(nil)
+
+// Spawn implements driver.Spawner: a host process like Exec's (clean
+// environment, confined directory, private HOME, process-group kill), with
+// its stdin and stdout piped to the caller.
+func (d *Driver) Spawn(ctx context.Context, workspaceID string, req grove.ExecRequest) (driver.Process, error) {
+	if err := procexec.Reject(d.opt.AllowMutating, req); err != nil {
+		return nil, err
+	}
+	timeout, maxStderr, err := procexec.ValidateSpawn(req)
+	if err != nil {
+		return nil, err
+	}
+	spec, home, err := d.runtimes.Resume(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := procexec.ResolveDir(spec.WorkDir, req.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cmd, missing := command(req, procexec.Env(home, req.Env), dir)
+	if missing != nil {
+		return procexec.Exited(missing.ExitCode, missing.Stderr), nil
+	}
+	return procexec.Spawn(ctx, cmd, procexec.SpawnParams{Timeout: timeout, MaxStderr: maxStderr})
+}

@@ -28,7 +28,14 @@ done
 
 case "$variant" in
 full)
-	packages=git,git-lfs,ripgrep,fd-find,jq,curl,ca-certificates,tini,python3,nodejs
+	# Debug adapters (DAP) and a C toolchain: lldb-19 brings lldb-dap,
+	# python3-debugpy the Python adapter; gcc and libc6-dev build what
+	# lldb-dap debugs. lldb-19 pulls libllvm19 and libclang-cpp19 (about
+	# 250 MB installed together), the price of a C/C++/Rust debugger.
+	# python3-debugpy depends on gdb, whose libsource-highlight4v5 needs the
+	# virtual libboost-regex1.74.0-icu72, which debootstrap cannot resolve:
+	# libboost-regex1.74.0 provides it and is named here.
+	packages=git,git-lfs,ripgrep,fd-find,jq,curl,ca-certificates,tini,python3,nodejs,gcc,libc6-dev,lldb-19,python3-debugpy,libboost-regex1.74.0
 	repo=grove/agent-sandbox ;;
 lean)
 	packages=git,ripgrep,ca-certificates,tini
@@ -75,10 +82,11 @@ if [ -n "$force" ] || [ ! -s "$tarball" ]; then
 	debootstrap --variant=minbase --cache-dir="$cache/debs" --include="$packages" \
 		bookworm "$root" "$url" >&2
 
-	log "configure: agent user, git identity, fd symlink"
+	log "configure: agent user, git identity, fd and lldb-dap symlinks"
 	chroot "$root" /usr/sbin/groupadd --gid 1000 agent
 	chroot "$root" /usr/sbin/useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash agent
 	if [ -x "$root/usr/bin/fdfind" ]; then ln -sf /usr/bin/fdfind "$root/usr/local/bin/fd"; fi
+	if [ -e "$root/usr/bin/lldb-dap-19" ]; then ln -sf /usr/bin/lldb-dap-19 "$root/usr/local/bin/lldb-dap"; fi
 	if [ -x "$root/usr/bin/git-lfs" ]; then chroot "$root" git lfs install --system --skip-repo >/dev/null; fi
 	cat >>"$root/etc/gitconfig" <<'GITCONFIG'
 [user]

@@ -100,7 +100,8 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		st.Close()
 		return nil, err
 	}
-	return &app{svc: eng, engine: eng, store: st, close: func() { closeLocks(); st.Close() }}, nil
+	// Closing the engine ends debug sessions (adapters and debuggees) first.
+	return &app{svc: eng, engine: eng, store: st, close: func() { eng.Close(); closeLocks(); st.Close() }}, nil
 }
 
 func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {

@@ -332,3 +332,78 @@ func TestAcceptanceTunnelDebugging(t *testing.T) {
 		}
 	})
 }
+
+// Issue 12's acceptance, the C case again through the MCP debug tools on
+// workspaces of Grove's own runtimes: the compiler and lldb-dap run inside
+// the sandbox.
+func TestAcceptanceDebugInRuntimes(t *testing.T) {
+	for _, rt := range []string{"bwrap", "docker"} {
+		t.Run(rt, func(t *testing.T) {
+			switch rt {
+			case "bwrap":
+				_, err := exec.LookPath("bwrap")
+				testenv.Require(t, "bwrap", err == nil, fmt.Sprint(err))
+			case "docker":
+				err := exec.Command("docker", "version").Run()
+				testenv.Require(t, "docker", err == nil, fmt.Sprint(err))
+			}
+			_, err := exec.LookPath("lldb-dap-19")
+			testenv.Require(t, "lldb", err == nil, fmt.Sprint(err))
+			e := &cliEnv{t: t, root: t.TempDir()}
+			if rt == "docker" {
+				e.ok("", "image", "build") // reused by tag when built already
+			}
+			key := strings.TrimSpace(e.ok("", "keys", "create", "--user", "alice"))
+			repo := gitRepo(t)
+			srv := startServe(t, e.root, "GROVE_RUNTIME="+rt, "GROVE_ALLOW_UNISOLATED=", "GROVE_LOCAL_REPO_ROOTS="+filepath.Dir(repo))
+			st, body := apiDo(t, "POST", srv.url+"/v1/workspaces", key, map[string]any{"repo": repo, "project": "p", "conversation": "dbg"})
+			var ws struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(body, &ws); err != nil || st/100 != 2 || ws.ID == "" {
+				t.Fatalf("acquire: %d %s\n%s", st, body, srv.stderr)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "acceptance", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: srv.url + "/v1/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key}}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			m := &mcpCaller{t: t, cs: cs, ws: ws.ID}
+			m.must("write_file", map[string]any{"path": "add_numbers.c", "content": addNumbersC}, nil)
+			var r struct {
+				ExitCode int    `json:"exit_code"`
+				Stderr   string `json:"stderr"`
+			}
+			m.must("run_command", map[string]any{"command": "gcc -g -O0 -o add_numbers add_numbers.c", "timeout_s": 120}, &r)
+			if r.ExitCode != 0 {
+				t.Fatalf("gcc in the sandbox: %+v", r)
+			}
+			var dc grove.DebugContext
+			m.must("debug_context", nil, &dc)
+			found := false
+			for _, a := range dc.Adapters {
+				found = found || a.Name == "lldb-dap"
+			}
+			if !found {
+				t.Fatalf("no lldb-dap in the %s runtime: %+v", rt, dc)
+			}
+			var sess grove.DebugSession
+			m.must("debug_start", map[string]any{"language": "c", "program": "add_numbers",
+				"breakpoints": []map[string]any{{"file": "add_numbers.c", "lines": []int{4}}}}, &sess)
+			if len(sess.Breakpoints) != 1 || !sess.Breakpoints[0].Verified {
+				t.Fatalf("breakpoint: %+v", sess)
+			}
+			var snap grove.DebugSnapshot
+			m.must("debug_continue", map[string]any{"session_id": sess.ID, "expressions": []string{"a + b"}}, &snap)
+			if v := variables(snap); snap.State != grove.DebugStopped || v["a"] != "2" || v["b"] != "3" || len(snap.Evaluations) != 1 || snap.Evaluations[0].Result != "5" {
+				t.Fatalf("snapshot: %+v", snap)
+			}
+			m.must("debug_step", map[string]any{"session_id": sess.ID, "kind": "over"}, &snap)
+			if variables(snap)["sum"] != "5" {
+				t.Fatalf("after step: %+v", snap)
+			}
+			m.must("debug_stop", map[string]any{"session_id": sess.ID}, nil)
+		})
+	}
+}

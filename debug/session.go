@@ -60,10 +60,10 @@ type session struct {
 	stops      int // counts stopped events, so a wait can ask for the next one
 	// shown is the stop count last returned to a caller in a stopped
 	// snapshot (or start): a stop past it has not been seen yet.
-	shown int
-	exitCode   *int
-	changed    chan struct{} // closed and replaced on every state change
-	output     []byte
+	shown    int
+	exitCode *int
+	changed  chan struct{} // closed and replaced on every state change
+	output   []byte
 	// console is the adapter's own recent output (any category): a
 	// failed launch's explanation often is there ("Check the debug
 	// console for details").

@@ -412,36 +412,59 @@ func (p *Provider) SizeBytes(ctx context.Context, ws *grove.Workspace) int64 {
 
 // --- Files: contents through the files API, checks in the runtime. ---
 
-// checkScript resolves $1/$2 inside the runtime and refuses it (exit 5)
-// unless it is exactly the lexical path, i.e. no component of it is a
-// symlink (realpath -m resolves every existing component). It prints the
-// kind (f, d, -, o) and the size of the target.
+// checkScript resolves $2 under the working tree $1 inside the runtime
+// and refuses it (exit 5) when its parent directory, or — followed — the
+// path itself, resolves outside the tree or into its .git. With $3 =
+// entry a final symlink is not followed (deleting a link removes the
+// link, wherever it points). It prints the
+// kind of the final target (f file, d directory, - missing, o other), its
+// size and whether the last component is a symlink, then the resolved
+// parent directory and the resolved path.
 const checkScript = `root=$(realpath -e -- "$1") || exit 4
 p="$root/$2"
 [ "$2" = "." ] && p=$root
+inside() { case "$1/" in "$root/.git/"*) return 1;; "$root/"*) return 0;; *) return 1;; esac; }
+parent=$(realpath -m -- "$(dirname -- "$p")") || exit 5
 r=$(realpath -m -- "$p") || exit 5
-[ "$r" = "$p" ] || exit 5
-if [ -L "$p" ]; then exit 5
-elif [ -d "$p" ]; then echo "d 0"
-elif [ -f "$p" ]; then printf 'f %s\n' "$(stat -c %s -- "$p")"
-elif [ -e "$p" ]; then echo "o 0"
-else echo "- 0"; fi`
+if [ "$p" = "$root" ]; then parent=$root; fi
+inside "$parent" || exit 5
+link=0
+[ -L "$p" ] && link=1
+if [ "$link$3" = 1entry ]; then
+  printf 'l 0 1\n%s\n%s\n' "$parent" "$p"
+  exit 0
+fi
+inside "$r" || exit 5
+if [ -d "$r" ]; then k=d s=0
+elif [ -f "$r" ]; then k=f s=$(stat -c %s -- "$r")
+elif [ -e "$r" ]; then k=o s=0
+else k=- s=0; fi
+printf '%s %s %s\n%s\n%s\n' "$k" "$s" "$link" "$parent" "$r"`
 
 type target struct {
-	abs  string // absolute path inside the runtime
-	kind byte   // 'f' file, 'd' directory, '-' missing, 'o' other
-	size int64
+	abs   string // the path resolved inside the runtime (symlinks followed)
+	entry string // the path itself, its parent resolved (a symlink not followed)
+	kind  byte   // 'f' file, 'd' directory, '-' missing, 'o' other, 'l' a symlink not followed
+	size  int64
+	link  bool // the last component is a symlink
 }
 
-// resolve confines rel to ws's working tree: the path must be clean,
-// relative, outside .git (fsops.CleanPath), and no existing component of
-// it may be a symlink, checked in the runtime just before the operation.
-func (p *Provider) resolve(ctx context.Context, ws *grove.Workspace, rel string) (target, error) {
+// resolve confines rel to ws's working tree. rel must be clean, relative
+// and outside .git (fsops.CleanPath); then, checked in the runtime just
+// before the operation (realpath), its parent directory must resolve
+// inside the tree, and so must the path itself with symlinks followed —
+// as the local provider's os.Root rule: symlinks that stay inside the
+// workspace (and out of .git) are followed, others refused.
+func (p *Provider) resolve(ctx context.Context, ws *grove.Workspace, rel string, entry bool) (target, error) {
 	clean, err := fsops.CleanPath(rel)
 	if err != nil {
 		return target{}, err
 	}
-	res, err := p.sh(ctx, ws, grove.ClassRead, 30*time.Second, checkScript, p.Dir(ws), clean)
+	mode := "follow"
+	if entry {
+		mode = "entry"
+	}
+	res, err := p.sh(ctx, ws, grove.ClassRead, 30*time.Second, checkScript, p.Dir(ws), clean, mode)
 	if err != nil {
 		return target{}, err
 	}
@@ -450,26 +473,34 @@ func (p *Provider) resolve(ctx context.Context, ws *grove.Workspace, rel string)
 	case 4:
 		return target{}, grove.Errorf(grove.ErrNotFound, "workspace %s: its files are missing", ws.ID)
 	case 5:
-		return target{}, grove.Errorf(grove.ErrPathOutside, "path %q goes through a symlink; file tools do not follow symlinks in remote workspaces", rel)
+		return target{}, grove.Errorf(grove.ErrPathOutside, "path %q leads outside the workspace (or into .git) through a symlink", rel)
 	default:
 		return target{}, failed("check path", res)
 	}
+	lines := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
 	var t target
 	var kind string
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(res.Stdout)), "%s %d", &kind, &t.size); err != nil || len(kind) != 1 {
+	var link int
+	if len(lines) != 3 {
 		return target{}, grove.Errorf(grove.ErrUnavailable, "check path: unexpected answer %q", res.Stdout)
 	}
-	t.kind = kind[0]
-	t.abs = p.Dir(ws)
+	if _, err := fmt.Sscanf(lines[0], "%s %d %d", &kind, &t.size, &link); err != nil || len(kind) != 1 {
+		return target{}, grove.Errorf(grove.ErrUnavailable, "check path: unexpected answer %q", res.Stdout)
+	}
+	t.kind, t.link, t.abs = kind[0], link == 1, lines[2]
+	t.entry = lines[1]
 	if clean != "." {
-		t.abs = path.Join(t.abs, clean)
+		t.entry = path.Join(lines[1], path.Base(clean))
+	}
+	if !path.IsAbs(t.abs) || !path.IsAbs(t.entry) {
+		return target{}, grove.Errorf(grove.ErrUnavailable, "check path: unexpected answer %q", res.Stdout)
 	}
 	return t, nil
 }
 
 // ReadFile implements provider.Provider through the files API.
 func (p *Provider) ReadFile(ctx context.Context, ws *grove.Workspace, rel string, max int64) ([]byte, error) {
-	t, err := p.resolve(ctx, ws, rel)
+	t, err := p.resolve(ctx, ws, rel, false)
 	if err != nil {
 		return nil, err
 	}
@@ -514,7 +545,7 @@ func (l *limited) Write(b []byte) (int, error) {
 
 // WriteFile implements provider.Provider through the files API.
 func (p *Provider) WriteFile(ctx context.Context, ws *grove.Workspace, rel string, data []byte) error {
-	t, err := p.resolve(ctx, ws, rel)
+	t, err := p.resolve(ctx, ws, rel, false)
 	if err != nil {
 		return err
 	}
@@ -533,17 +564,19 @@ func (p *Provider) WriteFile(ctx context.Context, ws *grove.Workspace, rel strin
 
 // DeleteFile implements provider.Provider.
 func (p *Provider) DeleteFile(ctx context.Context, ws *grove.Workspace, rel string) error {
-	t, err := p.resolve(ctx, ws, rel)
+	t, err := p.resolve(ctx, ws, rel, true)
 	if err != nil {
 		return err
 	}
-	switch t.kind {
-	case '-':
+	switch {
+	case t.link:
+		// The link itself goes, never what it points to.
+	case t.kind == '-':
 		return grove.Errorf(grove.ErrNotFound, "%s: no such file", rel)
-	case 'd':
+	case t.kind == 'd':
 		return grove.Errorf(grove.ErrIsDirectory, "%s is a directory", rel)
 	}
-	res, err := p.sh(ctx, ws, grove.ClassWrite, 30*time.Second, `rm -f -- "$1"`, t.abs)
+	res, err := p.sh(ctx, ws, grove.ClassWrite, 30*time.Second, `rm -f -- "$1"`, t.entry)
 	if err != nil {
 		return err
 	}
@@ -561,7 +594,7 @@ find . -mindepth 1 -maxdepth "$2" \( -name .git -prune \) -o -printf '%y\t%s\t%T
 
 // ListDir implements provider.Provider with one find in the runtime.
 func (p *Provider) ListDir(ctx context.Context, ws *grove.Workspace, rel string, depth int) ([]grove.DirEntry, error) {
-	t, err := p.resolve(ctx, ws, rel)
+	t, err := p.resolve(ctx, ws, rel, false)
 	if err != nil {
 		return nil, err
 	}

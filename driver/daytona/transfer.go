@@ -69,3 +69,7 @@ func (d *Driver) Download(ctx context.Context, workspaceID, p string, w io.Write
 	_, err = io.Copy(w, file)
 	return err
 }
+
+// WorkspaceRoot is the directory inside every sandbox under which
+// workspaces live (Config.WorkspaceRoot after defaults).
+func (d *Driver) WorkspaceRoot() string { return d.cfg.WorkspaceRoot }

@@ -282,6 +282,27 @@ func TestRemoteWorkspacesOnDaytona(t *testing.T) {
 	if got, err := eng.ReadFile(bg, back.ID, "notes/todo.txt", 0); err != nil || string(got) != "remote work\n" {
 		t.Fatalf("committed work after destroy: %v %q", err, got)
 	}
+
+	// Eviction under pressure snapshots uncommitted work out of the
+	// sandbox (a bundle through the files API) and the next acquire puts
+	// it back.
+	if err := eng.WriteFile(bg, bob.ID, "bob-wip.txt", []byte("bob's unsaved work\n")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.Evict(bg, engine.EvictionPolicy{MinFreeBytes: 100, FreeBytes: func() (uint64, error) { return 0, nil }})
+	if err != nil || rep.Saved[bob.ID] == "" {
+		t.Fatalf("evict: %v %+v", err, rep)
+	}
+	bob2, created, err := eng.Acquire(bg, edit("bob", bobTok, "c1"))
+	if err != nil || !created {
+		t.Fatalf("acquire after eviction: %v created=%v", err, created)
+	}
+	if got, err := eng.ReadFile(bg, bob2.ID, "bob-wip.txt", 0); err != nil || string(got) != "bob's unsaved work\n" {
+		t.Fatalf("work after eviction: %v %q", err, got)
+	}
+	if st, err := eng.Status(bg, bob2.ID); err != nil || len(st.Untracked) != 1 {
+		t.Fatalf("restored work is not uncommitted: %v %+v", err, st)
+	}
 }
 
 // tokenTraces searches, as root, the whole filesystem of the sandbox

@@ -214,9 +214,13 @@ func TestRemoteWorkspacesOnDaytona(t *testing.T) {
 
 	// A second branch of the same (user, project) shares the sandbox;
 	// another user gets a sandbox of their own.
+	uploads := fake.Requests("POST", "/files/upload")
 	ws2, _, err := eng.Acquire(bg, edit("alice", aliceTok, "c2"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := fake.Requests("POST", "/files/upload") - uploads; n != 0 {
+		t.Fatalf("a second working tree at a commit the sandbox holds uploaded %d bundles", n)
 	}
 	if _, err := eng.Exec(bg, ws2.ID, grove.ExecRequest{Argv: []string{"true"}}); err != nil {
 		t.Fatal(err)

@@ -221,11 +221,13 @@ func transferRef(wsID, what string) string { return "refs/grove/transfer/" + wsI
 // createScript builds the working tree: bare repository if missing,
 // objects from the bundle, a shared clone beside the target renamed into
 // place, the branch (or detached HEAD) at the start commit, and a
-// snapshot restored as uncommitted changes. Exit 3: the target exists
-// and is not empty.
+// snapshot restored as uncommitted changes. The bundle is "-" when the
+// bare repository already holds every commit needed. Exit 3: the target
+// exists and is not empty; exit 6: the bundle could not be fetched or a
+// commit is missing (a thin bundle whose prerequisites are gone).
 const createScript = `set -e
 bare=$1 dir=$2 bundle=$3 id=$4 branch=$5 start=$6 snap=$7
-trap 'rm -f "$bundle"' EXIT
+[ "$bundle" = - ] || trap 'rm -f "$bundle"' EXIT
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 if [ -e "$dir" ]; then
   rmdir "$dir" 2>/dev/null || exit 3
@@ -234,7 +236,11 @@ if [ ! -d "$bare/objects" ]; then
   mkdir -p "$bare"
   git init -q --bare --template= "$bare"
 fi
-git -C "$bare" fetch -q "$bundle" "+refs/grove/transfer/$id/*:refs/grove/transfer/$id/*"
+if [ "$bundle" != - ]; then
+  git -C "$bare" fetch -q "$bundle" "+refs/grove/transfer/$id/*:refs/grove/transfer/$id/*" || exit 6
+fi
+git -C "$bare" update-ref "refs/grove/transfer/$id/start" "$start" || exit 6
+if [ -n "$snap" ]; then git -C "$bare" update-ref "refs/grove/transfer/$id/restore" "$snap" || exit 6; fi
 mkdir -p "$(dirname "$dir")"
 tmp="$dir.tmp-$id"
 rm -rf "$tmp"
@@ -282,43 +288,18 @@ func (p *Provider) CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *
 		return "", err
 	}
 
-	// The bundle: temporary refs in the work repository (which borrows
-	// the cache's objects), removed once written.
-	refs := []string{transferRef(ws.ID, "start")}
-	if err := p.git.SetRef(ctx, work, refs[0], start); err != nil {
-		return "", err
-	}
-	if snap != "" {
-		refs = append(refs, transferRef(ws.ID, "restore"))
-		if err := p.git.SetRef(ctx, work, refs[1], snap); err != nil {
-			return "", err
-		}
-	}
-	var bundle bytes.Buffer
-	berr := p.git.CreateBundle(ctx, work, &bundle, refs...)
-	for _, r := range refs {
-		if err := p.git.DeleteRef(context.WithoutCancel(ctx), work, r); err != nil && berr == nil {
-			berr = err
-		}
-	}
-	if berr != nil {
-		return "", berr
-	}
-
-	ctl, err := p.control(ctx, ws)
+	// What the sandbox's bare repository holds already stays out of the
+	// bundle (every working tree of the pair shares that repository).
+	have, held, err := p.sandboxTips(ctx, ws, work, start, snap)
 	if err != nil {
 		return "", err
 	}
-	bare := gitrepo.BarePath(p.repoDir(ws.Repo))
-	incoming := path.Join(p.repoDir(ws.Repo), ".grove-incoming", ws.ID+".bundle")
-	if err := p.ft.Upload(ctx, ctl, incoming, &bundle); err != nil {
-		return "", err
+	res, err := p.build(ctx, ws, work, start, snap, have, held)
+	if err == nil && res.ExitCode == 6 && (len(have) > 0 || len(held) > 0) {
+		// Commits gone from the sandbox since it was asked: carry
+		// everything.
+		res, err = p.build(ctx, ws, work, start, snap, nil, nil)
 	}
-	snapArg := ""
-	if snap != "" {
-		snapArg = snap
-	}
-	res, err := p.sh(ctx, ws, grove.ClassWrite, 10*time.Minute, createScript, bare, p.Dir(ws), incoming, ws.ID, ws.Branch, start, snapArg)
 	if err != nil {
 		return "", err
 	}
@@ -339,6 +320,81 @@ func (p *Provider) CreateWorkspace(ctx context.Context, c *grove.RepoCache, ws *
 		}
 	}
 	return head, nil
+}
+
+// sandboxTips returns the commits the in-sandbox bare repository of ws's
+// repository keeps (its transfer refs, at most 32) that the work
+// repository also has — exclusions for a thin bundle — and which of want
+// the bare repository already holds (a commit there always came with its
+// history: fetches keep a repository connected).
+func (p *Provider) sandboxTips(ctx context.Context, ws *grove.Workspace, work string, want ...string) (have []string, held map[string]bool, err error) {
+	args := []string{gitrepo.BarePath(p.repoDir(ws.Repo))}
+	for _, w := range want {
+		if w != "" {
+			args = append(args, w)
+		}
+	}
+	res, err := p.sh(ctx, ws, grove.ClassRead, 30*time.Second, `[ -d "$1" ] || exit 0
+bare=$1; shift
+git -C "$bare" for-each-ref --format='%(objectname)' refs/grove/transfer/ | sort -u | head -n 32
+for c in "$@"; do git -C "$bare" cat-file -e "$c^{commit}" 2>/dev/null && echo "held $c"; done
+exit 0`, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	held = map[string]bool{}
+	if res.ExitCode != 0 {
+		return nil, held, nil // a bare repository git cannot read: send everything
+	}
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if sha, ok := strings.CutPrefix(line, "held "); ok {
+			held[sha] = true
+		} else if gitrepo.IsCommitID(line) && p.git.HasCommit(ctx, work, line) {
+			have = append(have, line)
+		}
+	}
+	return have, held, nil
+}
+
+// build carries start (and snap) into the sandbox — as a bundle without
+// the history of have, or no bundle when the sandbox holds both — and
+// makes the working tree (createScript).
+func (p *Provider) build(ctx context.Context, ws *grove.Workspace, work, start, snap string, have []string, held map[string]bool) (*grove.ExecResult, error) {
+	incoming := "-"
+	if !held[start] || snap != "" && !held[snap] {
+		// The bundle: temporary refs in the work repository (which
+		// borrows the cache's objects), removed once written.
+		refs := []string{transferRef(ws.ID, "start")}
+		if err := p.git.SetRef(ctx, work, refs[0], start); err != nil {
+			return nil, err
+		}
+		if snap != "" {
+			refs = append(refs, transferRef(ws.ID, "restore"))
+			if err := p.git.SetRef(ctx, work, refs[1], snap); err != nil {
+				return nil, err
+			}
+		}
+		var bundle bytes.Buffer
+		berr := p.git.CreateBundle(ctx, work, &bundle, refs, have)
+		for _, r := range refs {
+			if err := p.git.DeleteRef(context.WithoutCancel(ctx), work, r); err != nil && berr == nil {
+				berr = err
+			}
+		}
+		if berr != nil {
+			return nil, berr
+		}
+		ctl, err := p.control(ctx, ws)
+		if err != nil {
+			return nil, err
+		}
+		incoming = path.Join(p.repoDir(ws.Repo), ".grove-incoming", ws.ID+".bundle")
+		if err := p.ft.Upload(ctx, ctl, incoming, &bundle); err != nil {
+			return nil, err
+		}
+	}
+	return p.sh(ctx, ws, grove.ClassWrite, 10*time.Minute, createScript,
+		gitrepo.BarePath(p.repoDir(ws.Repo)), p.Dir(ws), incoming, ws.ID, ws.Branch, start, snap)
 }
 
 // start resolves the commit a new workspace checks out.

@@ -165,6 +165,21 @@ func TestRemoteProviderLoopback(t *testing.T) {
 		t.Fatalf("work after destroy: %v %q", err, got)
 	}
 
+	// An analysis workspace: detached at a tag, read-only.
+	an, _, err := eng.Acquire(bg, grove.AcquireRequest{Repo: bare, User: "alice", Project: "p", Mode: grove.ModeAnalysis, Ref: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := eng.Status(bg, an.ID); err != nil || st.Branch != "" || st.Head != run(t, "", "git", "--git-dir", bare, "rev-parse", "v1^{commit}") {
+		t.Fatalf("analysis status: %v %+v", err, st)
+	}
+	if err := eng.WriteFile(bg, an.ID, "x.txt", []byte("x")); err == nil {
+		t.Fatal("an analysis workspace accepted a write")
+	}
+	if err := eng.Destroy(bg, an.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	// Eviction saves uncommitted work out of the runtime; acquire restores it.
 	if err := eng.WriteFile(bg, back.ID, "wip.txt", []byte("wip\n")); err != nil {
 		t.Fatal(err)

@@ -190,6 +190,7 @@ func TestRemoteWorkspacesOnDaytona(t *testing.T) {
 		// The sandbox is searched while the push runs, as well as after.
 		searched <- tokenTraces(t, fake, sandbox, aliceTok)
 	}()
+	time.Sleep(300 * time.Millisecond) // the process scan is under way
 	pr, err := eng.Push(bg, ws.ID, grove.PushRequest{Token: aliceTok})
 	if err != nil {
 		t.Fatal(err)
@@ -309,22 +310,29 @@ func TestRemoteWorkspacesOnDaytona(t *testing.T) {
 	}
 }
 
-// tokenTraces searches, as root, the whole filesystem of the sandbox
-// (but /proc, /sys and /dev) and the environment and command line of
-// every process in it for tok, and returns what it found. The pattern is
+// tokenTraces searches, as root, the environment and command line of
+// every process in the sandbox (repeatedly for 3 s) and its whole
+// filesystem (but /proc, /sys and /dev) for tok, and returns what it found. The pattern is
 // written so that it does not contain the token itself (a bracket
 // expression): neither the search's own command line nor the fake's
 // session logs can match it.
 func tokenTraces(t *testing.T, fake *daytonatest.Server, sandboxID, tok string) string {
 	pat := tok[:len(tok)-1] + "[" + tok[len(tok)-1:] + "]"
+	// Processes first, every 0.1 s for 3 s (a push overlaps it), then
+	// every file.
 	script := `pat=$1
+i=0
+while [ $i -lt 30 ]; do
+  n=0
+  for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
+    n=$((n+1))
+    tr '\0' '\n' < "$f" 2>/dev/null | grep -qE -e "$pat" && echo "$f"
+  done
+  [ "$n" -gt 2 ] || echo "no processes seen"
+  i=$((i+1))
+  sleep 0.1
+done | sort -u
 grep -rlsE --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -e "$pat" / 2>/dev/null
-n=0
-for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
-  n=$((n+1))
-  tr '\0' '\n' < "$f" 2>/dev/null | grep -qE -e "$pat" && echo "$f"
-done
-[ "$n" -gt 2 ] || echo "no processes seen"
 exit 0`
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -62,12 +62,6 @@ var closers struct {
 	fs []func()
 }
 
-func addCloser(f func()) {
-	closers.Lock()
-	defer closers.Unlock()
-	closers.fs = append(closers.fs, f)
-}
-
 func runClosers() {
 	closers.Lock()
 	fs := closers.fs

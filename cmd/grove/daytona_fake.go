@@ -88,3 +88,9 @@ func openDaytonaFake(ctx context.Context) (drv *daytona.Driver, err error) {
 	root := envOr("DAYTONA_WORKSPACE_ROOT", "/home/agent/grove")
 	return daytona.New(daytona.Config{APIURL: fake.URL, APIKey: fakeKey, WorkspaceRoot: root, AllowMutating: true})
 }
+
+func addCloser(f func()) {
+	closers.Lock()
+	defer closers.Unlock()
+	closers.fs = append(closers.fs, f)
+}

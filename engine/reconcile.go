@@ -56,9 +56,15 @@ func (e *Engine) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	known := make(map[string]bool, len(wss))
 	for _, ws := range wss {
 		known[ws.ID] = true
-		ok, err := e.prov.Exists(ctx, ws)
-		if err != nil {
-			return nil, err
+		ok := true
+		if ws.LocalPath != "" {
+			// Remote workspaces (no host path) are not probed: that would
+			// start every stopped sandbox and fail start-up whenever one
+			// backend is unreachable. A missing one is rebuilt when next
+			// acquired (reuse checks Exists).
+			if ok, err = e.prov.Exists(ctx, ws); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case ws.State == grove.WorkspaceCreating:

@@ -109,7 +109,7 @@ func (e *Engine) saveWork(ctx context.Context, ws *grove.Workspace, ref, dst str
 	}
 	receive := func(exclude []string) error {
 		return e.prov.ReceiveWork(ctx, c, ws, ref, dst, tip, func(w io.Writer) error {
-			return execpath.Bundle(ctx, x, ws.ID, ref, exclude, w)
+			return e.bundleOut(ctx, x, ws, ref, exclude, w)
 		})
 	}
 	err = receive(exclude)

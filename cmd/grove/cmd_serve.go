@@ -24,10 +24,17 @@ func (c *cli) serveCmd() *cobra.Command {
 	addr := envOr("GROVE_ADDR", "127.0.0.1:8787")
 	var maxExec int
 	var grace, evictEvery time.Duration
+	var daytonaFake bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API and MCP (streamable HTTP) with bearer API keys",
 		Args:  cobra.NoArgs,
+		PreRun: func(*cobra.Command, []string) {
+			if daytonaFake { // development only: see daytona_fake.go
+				c.cfg.Runtime = "daytona"
+				os.Setenv("GROVE_DAYTONA_FAKE", "1")
+			}
+		},
 		RunE: c.run(func(ctx context.Context, a *app, _ []string) error {
 			if a.engine == nil {
 				return grove.Errorf(grove.ErrInvalid, "grove serve runs the engine in-process; drop --server")
@@ -105,6 +112,7 @@ func (c *cli) serveCmd() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "addr", addr, "listen address (GROVE_ADDR)")
 	cmd.Flags().IntVar(&maxExec, "max-exec-per-user", envInt("GROVE_EXEC_SLOTS_PER_USER", 8), "concurrent commands, tool calls, MCP calls, searches and large reads per user; more get 429 (GROVE_EXEC_SLOTS_PER_USER)")
 	cmd.Flags().DurationVar(&evictEvery, "evict-every", 5*time.Minute, "how often the background evictor runs (0: never)")
+	cmd.Flags().BoolVar(&daytonaFake, "daytona-fake", false, "DEVELOPMENT ONLY: --runtime daytona against the in-process fake Daytona (Docker containers); needs a build with -tags daytonafake (GROVE_DAYTONA_FAKE)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 30*time.Second, "how long in-flight requests may finish on SIGINT/SIGTERM")
 	return cmd
 }

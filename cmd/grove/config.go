@@ -16,7 +16,7 @@ import (
 // which overrides the defaults.
 type config struct {
 	Root            string        // GROVE_ROOT: data root (store, caches, workspaces)
-	Runtime         string        // GROVE_RUNTIME: bwrap | subprocess | docker; "" picks bwrap where available
+	Runtime         string        // GROVE_RUNTIME: bwrap | subprocess | docker | daytona; "" picks bwrap where available
 	AllowUnisolated bool          // GROVE_ALLOW_UNISOLATED: writable workspaces on an unisolated runtime
 	Network         string        // GROVE_NETWORK: none | limited | default
 	Freshness       time.Duration // GROVE_FETCH_FRESHNESS: how long a fetch stays fresh
@@ -137,10 +137,10 @@ func (c *config) pickRuntime() (string, error) {
 			return "bwrap", nil
 		}
 		return "subprocess", nil
-	case "bwrap", "subprocess", "docker":
+	case "bwrap", "subprocess", "docker", "daytona":
 		return c.Runtime, nil
 	}
-	return "", fmt.Errorf("unknown runtime %q (want bwrap, subprocess or docker)", c.Runtime)
+	return "", fmt.Errorf("unknown runtime %q (want bwrap, subprocess, docker or daytona)", c.Runtime)
 }
 
 // toolchainDirs are where language toolchains install themselves outside
@@ -156,7 +156,7 @@ func (c *config) sandboxPath(runtime string) string {
 	if c.SandboxPath != "" {
 		return c.SandboxPath
 	}
-	if runtime == "docker" {
+	if runtime == "docker" || runtime == "daytona" {
 		return ""
 	}
 	dirs := []string{"/usr/local/sbin", "/usr/local/bin"}

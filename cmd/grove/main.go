@@ -96,7 +96,7 @@ func newRoot() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.cfg.Root, "root", c.cfg.Root, "data root: store, repo caches, workspaces (GROVE_ROOT)")
 	pf.StringVar(&c.cfg.Store, "store", c.cfg.Store, "store: sqlite (default, <root>/grove.db) or a postgres:// DSN (GROVE_STORE)")
-	pf.StringVar(&c.cfg.Runtime, "runtime", c.cfg.Runtime, "runtime: bwrap, subprocess or docker; default bwrap where available (GROVE_RUNTIME)")
+	pf.StringVar(&c.cfg.Runtime, "runtime", c.cfg.Runtime, "runtime: bwrap, subprocess, docker or daytona; default bwrap where available (GROVE_RUNTIME)")
 	pf.BoolVar(&c.cfg.AllowUnisolated, "allow-unisolated", c.cfg.AllowUnisolated, "allow writable workspaces on an unisolated runtime (GROVE_ALLOW_UNISOLATED)")
 	pf.StringVar(&c.cfg.User, "user", c.cfg.User, "acting user (GROVE_USER)")
 	c.server = os.Getenv("GROVE_SERVER")

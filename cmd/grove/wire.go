@@ -11,12 +11,15 @@ import (
 
 	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/bwrap"
+	"github.com/grove-dev/grove/driver/daytona"
 	"github.com/grove-dev/grove/driver/docker"
 	"github.com/grove-dev/grove/driver/subprocess"
 	"github.com/grove-dev/grove/engine"
 	"github.com/grove-dev/grove/fsops"
 	"github.com/grove-dev/grove/gitrepo"
+	"github.com/grove-dev/grove/provider"
 	"github.com/grove-dev/grove/provider/local"
+	"github.com/grove-dev/grove/provider/remote"
 	"github.com/grove-dev/grove/store"
 	"github.com/grove-dev/grove/store/postgres"
 	"github.com/grove-dev/grove/store/sqlite"
@@ -58,6 +61,21 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		st.Close()
 		return nil, err
 	}
+	var wsProv provider.Provider = prov
+	allowUnisolated := cfg.AllowUnisolated
+	if d, ok := drv.(*daytona.Driver); ok {
+		// Remote workspaces: caches and work repositories stay here,
+		// working trees live in the sandboxes (docs/DAYTONA.md).
+		if wsProv, err = remote.New(remote.Options{Local: prov, Driver: d, Root: d.WorkspaceRoot()}); err != nil {
+			st.Close()
+			return nil, err
+		}
+		// A Daytona sandbox cannot reach this host. The driver reports
+		// Isolated=false because the workspaces of one (user, project)
+		// share a sandbox user, as they share a container on the docker
+		// runtime; writes are therefore allowed (docs/DAYTONA.md).
+		allowUnisolated = true
+	}
 	gh, chain, bot, protected, err := gitPlatform(cfg.BaseURL)
 	if err != nil {
 		st.Close()
@@ -78,13 +96,13 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		Platform: gh, Credentials: chain, ProtectedBranches: protected, BotIdentity: botID,
 		Committer:             git.Identity,
 		Store:                 st,
-		Provider:              prov,
+		Provider:              wsProv,
 		Driver:                drv,
 		BaseURL:               cfg.BaseURL,
 		DataRoot:              cfg.Root,
 		LocalRepoRoots:        cfg.LocalRepoRoots,
 		AllowedGitHosts:       cfg.AllowedGitHosts,
-		AllowUnisolatedWrites: cfg.AllowUnisolated,
+		AllowUnisolatedWrites: allowUnisolated,
 		AccessCheckTTL:        cfg.AccessCheckTTL,
 		Network:               driver.NetworkMode(cfg.Network),
 		Disk: engine.DiskPolicy{
@@ -101,7 +119,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 		return nil, err
 	}
 	// Closing the engine ends debug sessions (adapters and debuggees) first.
-	return &app{svc: eng, engine: eng, store: st, close: func() { eng.Close(); closeLocks(); st.Close() }}, nil
+	return &app{svc: eng, engine: eng, store: st, close: func() { eng.Close(); closeLocks(); st.Close(); runClosers() }}, nil
 }
 
 func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {
@@ -119,6 +137,8 @@ func openDriver(ctx context.Context, cfg config) (driver.Driver, error) {
 		return subprocess.New(subprocess.Options{AllowMutating: cfg.AllowUnisolated, HomeRoot: filepath.Join(cfg.Root, "runtime")}), nil
 	case "docker":
 		return docker.New(ctx, docker.Options{Image: cfg.Image})
+	case "daytona":
+		return openDaytona(ctx)
 	}
 	return nil, fmt.Errorf("runtime %q is not available in this build", kind)
 }

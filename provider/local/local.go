@@ -63,6 +63,10 @@ func New(caches *gitrepo.Caches, fsOpts fsops.Options) *Provider {
 // Kind implements provider.Provider.
 func (p *Provider) Kind() string { return "local" }
 
+// Git is the git this provider runs on its repositories (provider/remote
+// runs it on the same caches and work repositories).
+func (p *Provider) Git() *gitrepo.Git { return p.git }
+
 func remoteOf(c *grove.RepoCache) gitrepo.Remote {
 	return gitrepo.Remote{ID: c.Repo, URL: c.URL, Local: c.Repo.Host == gitrepo.LocalHost}
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/grove-dev/grove/driver/daytona/daytonatest"
+	"github.com/grove-dev/grove/driver/docker"
+	agentsandbox "github.com/grove-dev/grove/images/agent-sandbox"
+	"github.com/grove-dev/grove/internal/testenv"
+)
+
+// TestDaytonaWalkthrough runs the README's CLI walkthrough with
+// --runtime daytona against the fake Daytona (started by this test; each
+// grove command is its own process, so every one adopts the sandboxes by
+// their labels): acquire, write, exec, search, status, commit, push to a
+// local bare remote, release, rm, acquire again.
+func TestDaytonaWalkthrough(t *testing.T) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	why := ""
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = cli.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		why = "docker engine not reachable: " + err.Error()
+	}
+	testenv.Require(t, "docker", err == nil, why)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	img, err := docker.EnsureImage(ctx, cli, agentsandbox.Full, os.Stderr)
+	if err != nil {
+		t.Fatalf("agent image: %v", err)
+	}
+	fake := daytonatest.New(t, cli, daytonatest.Options{Image: img, APIKey: "walkthrough-key"})
+
+	root := t.TempDir()
+	src := gitRepo(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	if out, err := exec.Command("git", "clone", "-q", "--bare", src, bare).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	grove := func(stdin string, args ...string) cliResult {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), "GROVE_CLI_MAIN=1", "GROVE_ROOT="+root, "GROVE_USER=alice",
+			"GROVE_RUNTIME=daytona", "DAYTONA_API_URL="+fake.URL, "DAYTONA_API_KEY=walkthrough-key",
+			"DAYTONA_WORKSPACE_ROOT=/home/agent/grove", "GROVE_DAYTONA_FAKE=")
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return cliResult{code, out.String(), errb.String()}
+	}
+	ok := func(stdin string, args ...string) string {
+		t.Helper()
+		r := grove(stdin, args...)
+		if r.code != 0 {
+			t.Fatalf("grove %v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		return r.stdout
+	}
+
+	ok("", "repo", "ensure", bare)
+	var ws map[string]any
+	out := ok("", "ws", "acquire", "--repo", bare, "--project", "p", "--conversation", "c42", "--json")
+	if err := json.Unmarshal([]byte(out), &ws); err != nil {
+		t.Fatalf("acquire --json: %v\n%s", err, out)
+	}
+	id, _ := ws["id"].(string)
+	if id == "" || ws["path"] != "" && ws["path"] != nil || ws["writable"] != true {
+		t.Fatalf("acquire: %s", out)
+	}
+	ok("new text\n", "write", id, "README.md")
+	if r := grove("", "exec", id, "--", "sh", "-c", "cat README.md; echo err >&2; exit 3"); r.code != 3 || r.stdout != "new text\n" || !strings.Contains(r.stderr, "err") {
+		t.Fatalf("exec: %+v", r)
+	}
+	if got := ok("", "search", id, "new text"); !strings.Contains(got, "README.md") {
+		t.Fatalf("search: %q", got)
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(ok("", "git", "status", id, "--json")), &st); err != nil || st["clean"] != false {
+		t.Fatalf("status: %v %v", err, st)
+	}
+	var c map[string]any
+	if err := json.Unmarshal([]byte(ok("", "git", "commit", id, "-m", "agent: update readme", "--json")), &c); err != nil {
+		t.Fatal(err)
+	}
+	sha, _ := c["sha"].(string)
+	ok("", "git", "push", id)
+	if got, err := exec.Command("git", "--git-dir", bare, "rev-parse", "refs/heads/agent/edits-c42").Output(); err != nil || strings.TrimSpace(string(got)) != sha {
+		t.Fatalf("the remote has %q (%v), want %s", got, err, sha)
+	}
+	if got := ok("", "ws", "list"); !strings.Contains(got, id) {
+		t.Fatalf("ws list: %q", got)
+	}
+	ok("", "reconcile")
+	ok("", "evict")
+	ok("", "ws", "release", id)
+	if got := ok("", "read", id, "README.md"); got != "new text\n" {
+		t.Fatalf("read after release: %q", got)
+	}
+	ok("", "ws", "rm", id)
+	if n := len(fake.Sandboxes()); n != 1 {
+		t.Fatalf("%d sandboxes after rm, want the one kept", n)
+	}
+	out = ok("", "ws", "acquire", "--repo", bare, "--project", "p", "--conversation", "c42", "--json")
+	if err := json.Unmarshal([]byte(out), &ws); err != nil {
+		t.Fatal(err)
+	}
+	if got := ok("", "read", ws["id"].(string), "README.md"); got != "new text\n" {
+		t.Fatalf("committed work after rm and acquire: %q", got)
+	}
+}

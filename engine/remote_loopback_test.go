@@ -1,0 +1,202 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/subprocess"
+	"github.com/grove-dev/grove/engine"
+	"github.com/grove-dev/grove/provider/local"
+	"github.com/grove-dev/grove/provider/remote"
+)
+
+// loopback is a "remote" runtime on this host: subprocess commands under
+// a directory standing for the sandbox, and a files API over that
+// directory. It lets provider/remote run through the engine without
+// Docker; TestRemoteWorkspacesOnDaytona is the real thing.
+type loopback struct {
+	*subprocess.Driver
+	uploads atomic.Int32
+}
+
+var _ driver.FileTransfer = (*loopback)(nil)
+
+func (l *loopback) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime, error) {
+	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil { // as the daytona driver's Create does
+		return nil, err
+	}
+	return l.Driver.Create(ctx, spec)
+}
+
+func (l *loopback) Upload(_ context.Context, _, p string, r io.Reader) error {
+	l.uploads.Add(1)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, 0o644)
+}
+
+func (l *loopback) Download(_ context.Context, _, p string, w io.Writer) error {
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return grove.Errorf(grove.ErrNotFound, "%s", p)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// TestRemoteProviderLoopback runs provider/remote through the engine on
+// the loopback runtime: no host path on the workspace, the working tree
+// built from a bundle, files by the confinement rule, work out through a
+// bundle file, push from the work repository, thin bundles, destroy and
+// eviction.
+func TestRemoteProviderLoopback(t *testing.T) {
+	sandbox := filepath.Join(t.TempDir(), "sandbox")
+	lb := &loopback{Driver: subprocess.New(subprocess.Options{AllowMutating: true, HomeRoot: t.TempDir()})}
+	f := newFixture(t, fixtureOpt{drv: lb, allowUnisolated: true, tune: func(c *engine.Config) {
+		rp, err := remote.New(remote.Options{Local: c.Provider.(*local.Provider), Driver: lb, Root: sandbox})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Provider = rp
+	}})
+	eng := f.eng
+	src := sourceRepo(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	run(t, "", "git", "clone", "-q", "--bare", src, bare)
+	req := func(user, conv string) grove.AcquireRequest {
+		return grove.AcquireRequest{Repo: bare, User: user, Project: "p", Mode: grove.ModeEdit, Conversation: conv}
+	}
+
+	ws, created, err := eng.Acquire(bg, req("alice", "c1"))
+	if err != nil || !created || ws.LocalPath != "" {
+		t.Fatalf("acquire: %v created=%v path=%q", err, created, ws.LocalPath)
+	}
+	if lb.uploads.Load() != 1 {
+		t.Fatalf("%d bundles uploaded for the first working tree, want 1", lb.uploads.Load())
+	}
+	if err := eng.WriteFile(bg, ws.ID, "a/b.txt", []byte("hi\n")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Exec(bg, ws.ID, grove.ExecRequest{Shell: "ln -s " + t.TempDir() + " out && ln -s README.md alias && ln -s .git gd && ln -s a dir && ln -s ../../../../ up"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	if got, err := eng.ReadFile(bg, ws.ID, "alias", 0); err != nil || string(got) != "hello\nworld\n" {
+		t.Fatalf("read through an inside symlink: %v %q", err, got)
+	}
+	if got, err := eng.ReadFile(bg, ws.ID, "dir/b.txt", 0); err != nil || string(got) != "hi\n" {
+		t.Fatalf("read through an inside directory symlink: %v %q", err, got)
+	}
+	for _, p := range []string{"out/x", "out", "gd/config", "gd", "up/x", "../x", "/etc/passwd", ".git/config", "a/../../x"} {
+		if _, err := eng.ReadFile(bg, ws.ID, p, 0); !errors.Is(err, grove.ErrPathOutside) {
+			t.Errorf("read %q: %v, want E_PATH_OUTSIDE_WORKSPACE", p, err)
+		}
+		if err := eng.WriteFile(bg, ws.ID, p, []byte("x")); !errors.Is(err, grove.ErrPathOutside) {
+			t.Errorf("write %q: %v, want E_PATH_OUTSIDE_WORKSPACE", p, err)
+		}
+	}
+	if _, err := eng.ReadFile(bg, ws.ID, "a", 0); !errors.Is(err, grove.ErrIsDirectory) {
+		t.Errorf("read a directory: %v", err)
+	}
+	if _, err := eng.ReadFile(bg, ws.ID, "missing", 0); !errors.Is(err, grove.ErrNotFound) {
+		t.Errorf("read a missing file: %v", err)
+	}
+	if _, err := eng.ReadFile(bg, ws.ID, "README.md", 3); !errors.Is(err, grove.ErrTooLarge) {
+		t.Errorf("read past max: %v", err)
+	}
+	for _, p := range []string{"out", "alias", "gd", "dir", "up"} {
+		if err := eng.DeleteFile(bg, ws.ID, p); err != nil {
+			t.Fatalf("delete link %q: %v", p, err)
+		}
+	}
+	ents, err := eng.ListDir(bg, ws.ID, "a", 1)
+	if err != nil || len(ents) != 1 || ents[0].Path != "a/b.txt" || ents[0].Size != 3 {
+		t.Fatalf("list a: %v %+v", err, ents)
+	}
+
+	cr, err := eng.Commit(bg, ws.ID, grove.CommitRequest{Message: "loopback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Push(bg, ws.ID, grove.PushRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, "", "git", "--git-dir", bare, "rev-parse", "refs/heads/"+ws.Branch); got != cr.SHA {
+		t.Fatalf("remote at %s, want %s", got, cr.SHA)
+	}
+
+	// A second branch from the same base: no bundle.
+	before := lb.uploads.Load()
+	if _, _, err := eng.Acquire(bg, req("alice", "c2")); err != nil {
+		t.Fatal(err)
+	}
+	if n := lb.uploads.Load() - before; n != 0 {
+		t.Fatalf("%d bundles uploaded for a second branch at a commit the sandbox holds, want 0", n)
+	}
+
+	// Destroy, then acquire: the branch comes back at its commit, through a
+	// thin bundle (the base is in the sandbox already).
+	if err := eng.Destroy(bg, ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := eng.Acquire(bg, req("alice", "c1"))
+	if err != nil || back.HeadSHA != cr.SHA {
+		t.Fatalf("acquire after destroy: %v head %s want %s", err, back.HeadSHA, cr.SHA)
+	}
+	if got, err := eng.ReadFile(bg, back.ID, "a/b.txt", 0); err != nil || string(got) != "hi\n" {
+		t.Fatalf("work after destroy: %v %q", err, got)
+	}
+
+	// An analysis workspace: detached at a tag, read-only.
+	an, _, err := eng.Acquire(bg, grove.AcquireRequest{Repo: bare, User: "alice", Project: "p", Mode: grove.ModeAnalysis, Ref: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := eng.Status(bg, an.ID); err != nil || st.Branch != "" || st.Head != run(t, "", "git", "--git-dir", bare, "rev-parse", "v1^{commit}") {
+		t.Fatalf("analysis status: %v %+v", err, st)
+	}
+	if err := eng.WriteFile(bg, an.ID, "x.txt", []byte("x")); err == nil {
+		t.Fatal("an analysis workspace accepted a write")
+	}
+	if err := eng.Destroy(bg, an.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Eviction saves uncommitted work out of the runtime; acquire restores it.
+	if err := eng.WriteFile(bg, back.ID, "wip.txt", []byte("wip\n")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := eng.Evict(bg, engine.EvictionPolicy{MinFreeBytes: 100, FreeBytes: func() (uint64, error) { return 0, nil }})
+	if err != nil || rep.Saved[back.ID] == "" {
+		t.Fatalf("evict: %v %+v", err, rep)
+	}
+	again, _, err := eng.Acquire(bg, req("alice", "c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := eng.ReadFile(bg, again.ID, "wip.txt", 0); err != nil || string(got) != "wip\n" {
+		t.Fatalf("work after eviction: %v %q", err, got)
+	}
+	st, err := eng.Status(bg, again.ID)
+	if err != nil || !strings.Contains(strings.Join(st.Untracked, ","), "wip.txt") {
+		t.Fatalf("status after eviction: %v %+v", err, st)
+	}
+}

@@ -356,7 +356,7 @@ func TestAcceptanceDebugInRuntimes(t *testing.T) {
 			key := strings.TrimSpace(e.ok("", "keys", "create", "--user", "alice"))
 			repo := gitRepo(t)
 			srv := startServe(t, e.root, "GROVE_RUNTIME="+rt, "GROVE_ALLOW_UNISOLATED=", "GROVE_LOCAL_REPO_ROOTS="+filepath.Dir(repo))
-			st, body := apiDo(t, "POST", srv.url+"/v1/workspaces", key, map[string]any{"repo": repo, "project": "p", "conversation": "dbg"})
+			st, body := apiDo(t, "POST", srv.url+"/v1/workspaces", key, map[string]any{"repo": repo, "project": fmt.Sprintf("p%d", time.Now().UnixNano()), "conversation": "dbg"})
 			var ws struct {
 				ID string `json:"id"`
 			}
@@ -404,6 +404,12 @@ func TestAcceptanceDebugInRuntimes(t *testing.T) {
 				t.Fatalf("after step: %+v", snap)
 			}
 			m.must("debug_stop", map[string]any{"session_id": sess.ID}, nil)
+			// The project name is unique per run: Docker's container of
+			// (user, project) outlives the server, and one left by an
+			// earlier run would carry mounts of that run's deleted root.
+			if st, body := apiDo(t, "DELETE", srv.url+"/v1/workspaces/"+ws.ID, key, nil); st/100 != 2 {
+				t.Errorf("destroy: %d %s", st, body)
+			}
 		})
 	}
 }

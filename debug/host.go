@@ -48,3 +48,10 @@ type Dialer interface {
 type stderrTailer interface {
 	StderrTail() string
 }
+
+// processKiller is implemented by hosts whose process ids the adapter's
+// "process" event names (LocalHost: same pid namespace). A sandboxed
+// host needs none: the program dies with the adapter's sandbox.
+type processKiller interface {
+	KillProcess(pid int)
+}

@@ -300,3 +300,12 @@ func (p *localProcess) Close() error {
 	})
 	return nil
 }
+
+// KillProcess kills the debuggee the adapter reported when its session
+// ends. It is called right after the adapter was killed, so the id has had
+// no time to be reused by an unrelated process of the developer's.
+func (h *LocalHost) KillProcess(pid int) {
+	if pid > 1 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -175,6 +175,9 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 		return nil, err
 	}
 	s := newSession(id, p.adapter, m.h.Root(), m.opt.Now())
+	if k, ok := m.h.(processKiller); ok {
+		s.killDebuggee = k.KillProcess
+	}
 	s.program = p.program
 	switch p.adapter {
 	case debugpy:

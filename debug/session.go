@@ -49,6 +49,12 @@ type session struct {
 
 	proc Process
 	c    *conn
+	// killDebuggee, when the host can, kills the debuggee by the process
+	// id the adapter reported: lldb starts its debug server (and so the
+	// program) outside the adapter's process group, so killing that group
+	// does not reach a program whose adapter died without terminating it.
+	killDebuggee func(pid int)
+	debuggeePid  int
 
 	initialized chan struct{} // closed on the initialized event
 	initOnce    sync.Once
@@ -120,6 +126,12 @@ func (s *session) onEvent(m *message) {
 		s.mu.Unlock()
 	case "terminated":
 		s.terminate()
+	case "process":
+		var b dap.ProcessEventBody
+		_ = json.Unmarshal(m.Body, &b)
+		s.mu.Lock()
+		s.debuggeePid = b.SystemProcessId
+		s.mu.Unlock()
 	case "output":
 		var b dap.OutputEventBody
 		_ = json.Unmarshal(m.Body, &b)
@@ -180,13 +192,15 @@ func (s *session) shutdown(ctx context.Context) {
 		if s.proc != nil {
 			_ = s.proc.Close()
 		}
+		s.mu.Lock()
+		pid := s.debuggeePid
+		s.mu.Unlock()
+		if pid > 0 && s.killDebuggee != nil {
+			s.killDebuggee(pid)
+		}
 	})
 }
 
-// resumed records that Grove is resuming the program: it reports whether
-// the program was stopped (so a resume request is due) and the stop count
-// to wait past, read together so that a stop arriving meanwhile is not
-// missed.
 // unseenStop reports whether the program is stopped at a stop no caller
 // has been shown yet: one it reached on its own after start or after a
 // continue that returned while it was still running.
@@ -196,6 +210,10 @@ func (s *session) unseenStop() bool {
 	return s.state == grove.DebugStopped && s.stops > s.shown
 }
 
+// resumed records that Grove is resuming the program: it reports whether
+// the program was stopped (so a resume request is due) and the stop count
+// to wait past, read together so that a stop arriving meanwhile is not
+// missed.
 func (s *session) resumed() (wasStopped bool, after int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

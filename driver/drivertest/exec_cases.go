@@ -300,10 +300,11 @@ func (s *suite) emitError(t *testing.T) {
 	w := s.runtime(t, nil)
 	errStop := errors.New("client went away")
 	start := time.Now()
-	// The background writer waits 3 s: long enough that a loaded CI
-	// machine (the race detector, a container engine) has killed the
-	// group by then.
-	_, err := w.d.ExecStream(context.Background(), w.id, sh("echo a; (sleep 3; echo alive > marker) & sleep 30"), func(grove.Chunk) error {
+	// The background writer waits 6 s: past the 5 s within which the
+	// command must have been killed (checked below), so a writer that
+	// still writes survived the kill — a loaded CI machine (the race
+	// detector, a container engine) took 4.5 s to kill with a 3 s wait.
+	_, err := w.d.ExecStream(context.Background(), w.id, sh("echo a; (sleep 6; echo alive > marker) & sleep 30"), func(grove.Chunk) error {
 		return errStop
 	})
 	if !errors.Is(err, errStop) {
@@ -312,7 +313,7 @@ func (s *suite) emitError(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("an emit error did not kill the command: returned after %v", took)
 	}
-	markerGone(t, filepath.Join(w.dir, "marker"), start.Add(3*time.Second))
+	markerGone(t, filepath.Join(w.dir, "marker"), start.Add(6*time.Second))
 }
 
 // concurrent: two workspaces of one (user, project) — which the docker

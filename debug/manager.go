@@ -214,8 +214,10 @@ func (m *Manager) Start(ctx context.Context, req grove.DebugStartRequest) (*grov
 		return nil, grove.Errorf(grove.ErrUnavailable, "the workspace's debugger is closed")
 	}
 	info := s.info()
-	if info.State == grove.DebugStopped {
-		// The caller learns it stopped (at entry): continue resumes.
+	if info.State == grove.DebugStopped && req.StopOnEntry {
+		// The caller asked to stop at entry and learns it did: continue
+		// resumes from there. A breakpoint reached before start answered
+		// has not been shown (start returns no frames): continue returns it.
 		s.mu.Lock()
 		s.shown = s.stops
 		s.mu.Unlock()

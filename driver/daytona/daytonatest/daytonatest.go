@@ -123,22 +123,26 @@ func New(t testing.TB, cli *client.Client, opts Options) *Server {
 		report = func(msg string) { t.Errorf("daytonatest: %s", msg) }
 	}
 
+	// Each server's handler needs its own URL (the validators match
+	// requests against it), so the URL is taken from the listener and the
+	// handler set before the server starts: setting it after Start races
+	// with the first request.
 	s.api = httptest.NewUnstartedServer(nil)
-	s.api.Start()
-	s.URL = s.api.URL
-	av, err := newValidator("control plane", apiDoc, s.api.URL, report)
+	s.URL = "http://" + s.api.Listener.Addr().String()
+	av, err := newValidator("control plane", apiDoc, s.URL, report)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.api.Config.Handler = s.front(av.wrap(s.apiMux()), false)
+	s.api.Start()
 
 	s.tb = httptest.NewUnstartedServer(nil)
-	s.tb.Start()
-	tv, err := newValidator("toolbox", tbDoc, s.tb.URL, report)
+	tv, err := newValidator("toolbox", tbDoc, "http://"+s.tb.Listener.Addr().String(), report)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.tb.Config.Handler = s.front(tv.wrap(s.toolboxMux()), true)
+	s.tb.Start()
 
 	t.Cleanup(func() {
 		s.api.Close()

@@ -97,6 +97,12 @@ type sandbox struct {
 	created   time.Time
 	autoStop  int32
 	autoArch  int32
+	// blockAll and allowList are the sandbox's network settings. The
+	// container of a block-all sandbox is on Docker's "none" network (no
+	// interface but loopback); an allow-list is validated and recorded
+	// but not enforced (the container is on the default bridge).
+	blockAll  bool
+	allowList string
 	mu        sync.Mutex
 	sessions  map[string]*session
 }
@@ -284,6 +290,7 @@ func (s *Server) apiMux() http.Handler {
 	m.HandleFunc("POST /sandbox/{id}/start", s.start)
 	m.HandleFunc("POST /sandbox/{id}/stop", s.stop)
 	m.HandleFunc("DELETE /sandbox/{id}", s.delete)
+	m.HandleFunc("POST /sandbox/{id}/network-settings", s.networkSettings)
 	return m
 }
 
@@ -316,7 +323,10 @@ func (s *Server) dto(b *sandbox, full bool) map[string]any {
 	}
 	if full {
 		d["env"] = map[string]string{}
-		d["networkBlockAll"] = false
+		d["networkBlockAll"] = b.blockAll
+		if b.allowList != "" {
+			d["networkAllowList"] = b.allowList
+		}
 	}
 	return d
 }
@@ -330,6 +340,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		Memory              int               `json:"memory"`
 		AutoStopInterval    *int32            `json:"autoStopInterval"`
 		AutoArchiveInterval *int32            `json:"autoArchiveInterval"`
+		NetworkBlockAll     *bool             `json:"networkBlockAll"`
+		NetworkAllowList    *string           `json:"networkAllowList"`
 	}
 	if err := readJSON(r, &req); err != nil {
 		writeErr(w, r, 400, err.Error(), "")
@@ -356,6 +368,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.AutoArchiveInterval != nil {
 		b.autoArch = *req.AutoArchiveInterval
+	}
+	if req.NetworkBlockAll != nil {
+		b.blockAll = *req.NetworkBlockAll
+	}
+	if req.NetworkAllowList != nil {
+		if err := checkAllowList(*req.NetworkAllowList); err != nil {
+			writeErr(w, r, 400, err.Error(), "")
+			return
+		}
+		b.allowList = *req.NetworkAllowList
 	}
 	if err := s.makeContainer(r.Context(), b); err != nil {
 		writeErr(w, r, 500, err.Error(), "")
@@ -524,7 +546,8 @@ func (s *Server) makeContainer(ctx context.Context, b *sandbox) error {
 		User:   sandboxUser,
 		Labels: map[string]string{"daytonatest": "1", "daytonatest.sandbox": b.id},
 	}, &container.HostConfig{
-		Mounts: mounts,
+		Mounts:      mounts,
+		NetworkMode: container.NetworkMode(netName(b.blockAll)),
 	}, nil, nil, "daytonatest-"+b.id)
 	if err != nil {
 		return err

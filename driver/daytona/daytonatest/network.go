@@ -167,4 +167,3 @@ func (s *Server) DeleteBehind(id string) {
 	}
 	s.removeContainer(b)
 }
-

@@ -293,11 +293,17 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 
 // sandbox finds or creates the sandbox of (user, project).
 func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error) {
+	return d.sandboxReplacing(ctx, user, project, nil)
+}
+
+// sandboxReplacing is sandbox, looking the sandbox up again when the
+// remembered one is stale (gone under Grove).
+func (d *Driver) sandboxReplacing(ctx context.Context, user, project string, stale *box) (*box, error) {
 	key := boxKey(user, project)
 	d.mu.Lock()
 	b, ok := d.boxes[key]
 	d.mu.Unlock()
-	if ok {
+	if ok && b != stale {
 		return b, nil
 	}
 	labels := map[string]string{LabelManagedBy: managedBy, LabelUser: user, LabelProject: project}
@@ -307,7 +313,7 @@ func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error
 		return nil, err
 	}
 	var sb *apiclient.Sandbox
-	stale := false
+	netStale := false
 	for _, it := range list.Items {
 		if it.State != nil && (*it.State == apiclient.SANDBOXSTATE_DESTROYED || *it.State == apiclient.SANDBOXSTATE_DESTROYING) {
 			continue
@@ -316,7 +322,7 @@ func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error
 		if err := mapErr(ctx, "get sandbox", resp, err); err != nil {
 			return nil, err
 		}
-		stale = !d.networkMatches(sb.GetNetworkBlockAll(), sb.GetNetworkAllowList())
+		netStale = !d.networkMatches(sb.GetNetworkBlockAll(), sb.GetNetworkAllowList())
 		break
 	}
 	if sb == nil {
@@ -337,10 +343,10 @@ func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error
 		}
 	}
 	b = d.newBox(sb)
-	b.netStale = stale
+	b.netStale = netStale
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.boxes[key]; ok {
+	if old, ok := d.boxes[key]; ok && old != stale {
 		return old, nil
 	}
 	d.boxes[key] = b

@@ -38,12 +38,7 @@ func (d *Driver) use(ctx context.Context, rt *driver.Runtime, b *box) (*box, fun
 		return nil, nil, err
 	}
 	key := boxKey(rt.Spec.User, rt.Spec.Project)
-	d.mu.Lock()
-	if d.boxes[key] == b {
-		delete(d.boxes, key)
-	}
-	d.mu.Unlock()
-	nb, err := d.sandbox(ctx, rt.Spec.User, rt.Spec.Project)
+	nb, err := d.sandboxReplacing(ctx, rt.Spec.User, rt.Spec.Project, b)
 	if err != nil {
 		return nil, nil, err
 	}

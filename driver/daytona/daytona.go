@@ -43,6 +43,18 @@
 // toolbox (shell-quoted); stdin travels as a file uploaded through the
 // files API into a per-exec directory under /tmp, removed afterwards.
 //
+// # Network and lifecycle
+//
+// Sandboxes are created with the configured network (Config.Network):
+// networkBlockAll by default, a networkAllowList, or Daytona's default;
+// Capabilities reports that one mode and Create refuses others. An
+// adopted sandbox with other settings is updated through Daytona's
+// network-settings endpoint before first use. When Destroy removes the
+// last workspace runtime of a sandbox, the sandbox is stopped (kept) once
+// idle for Config.IdleStopDelay. A sandbox gone under Grove (404,
+// destroyed) is looked up again by its labels, or created, once per
+// request (network.go, lifecycle.go).
+//
 // # Errors and retries
 //
 // All HTTP goes through one transport that adds the authentication and

@@ -89,8 +89,9 @@ func hostGateway(t *testing.T) string {
 
 // TestNetworkOnFake: block-all (the default) creates sandboxes with
 // networkBlockAll and the fake runs them with no network, so a command
-// cannot reach a listener on the host; an allow-list is sent and
-// recorded; default sends neither and the same probe connects; a sandbox
+// cannot reach a listener on the host; an allow-list is sent, recorded
+// and routed (the host is reachable only when listed, also after a
+// restart); default sends neither and the same probe connects; a sandbox
 // adopted with other settings is updated through network-settings.
 func TestNetworkOnFake(t *testing.T) {
 	fake, d := newFake(t)
@@ -129,6 +130,24 @@ func TestNetworkOnFake(t *testing.T) {
 	if blockAll, list, nets := fake.Network(rtl.BackendID); blockAll || list != "10.9.0.0/16,192.0.2.1/32" || !slices.Equal(nets, []string{"bridge"}) {
 		t.Fatalf("allow-list sandbox: blockAll=%v list=%q docker networks %v", blockAll, list, nets)
 	}
+	if res := run(t, limited, "lim", probe); res.ExitCode == 0 || connected() {
+		t.Fatalf("allow-list without the host: connected (exit %d)", res.ExitCode)
+	}
+	// The host listed: the fake routes to it.
+	withHost := with(driver.NetworkLimited, "10.9.0.0/16", host+"/32")
+	if _, err := withHost.Create(ctx, driver.Spec{WorkspaceID: "lim2", User: "olaf", Project: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, withHost, "lim2", probe); res.ExitCode != 0 || !connected() {
+		t.Fatalf("allow-list with the host: exit %d %s", res.ExitCode, res.Stderr)
+	}
+	// After a stop and start the routes are restricted again.
+	if err := limited.Stop(ctx, "lim"); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, limited, "lim", probe); res.ExitCode == 0 || connected() {
+		t.Fatalf("allow-list after a restart: connected (exit %d)", res.ExitCode)
+	}
 
 	open := with(driver.NetworkDefault)
 	rto, err := open.Create(ctx, driver.Spec{WorkspaceID: "open", User: "pia", Project: "p"})
@@ -160,6 +179,9 @@ func TestNetworkOnFake(t *testing.T) {
 		create(t, al, "open", "pia")
 		if blockAll, list, nets := fake.Network(rto.BackendID); blockAll || list != "10.1.0.0/16" || !slices.Equal(nets, []string{"bridge"}) {
 			t.Fatalf("after allow-list adoption: blockAll=%v list=%q docker networks %v", blockAll, list, nets)
+		}
+		if res := run(t, al, "open", probe); res.ExitCode == 0 || connected() {
+			t.Fatalf("adopted allow-list sandbox reaches the host (exit %d)", res.ExitCode)
 		}
 		if n := fake.Requests(http.MethodPost, "/sandbox/"+rto.BackendID+"/network-settings") - before; n != 2 {
 			t.Fatalf("%d network-settings requests, want 2", n)

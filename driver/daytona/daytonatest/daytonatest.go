@@ -99,8 +99,9 @@ type sandbox struct {
 	autoArch  int32
 	// blockAll and allowList are the sandbox's network settings. The
 	// container of a block-all sandbox is on Docker's "none" network (no
-	// interface but loopback); an allow-list is validated and recorded
-	// but not enforced (the container is on the default bridge).
+	// interface but loopback); the container of an allow-list sandbox is
+	// on the default bridge with routes to the listed blocks only
+	// (restrictRoutes).
 	blockAll  bool
 	allowList string
 	mu        sync.Mutex
@@ -383,6 +384,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 500, err.Error(), "")
 		return
 	}
+	if err := s.restrictRoutes(r.Context(), b); err != nil {
+		s.removeContainer(b)
+		writeErr(w, r, 500, err.Error(), "")
+		return
+	}
 	b.state = "started"
 	s.mu.Lock()
 	s.sandboxes[id] = b
@@ -425,6 +431,10 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cli.ContainerStart(r.Context(), b.container, container.StartOptions{}); err != nil {
+		writeErr(w, r, 500, err.Error(), "")
+		return
+	}
+	if err := s.restrictRoutes(r.Context(), b); err != nil {
 		writeErr(w, r, 500, err.Error(), "")
 		return
 	}

@@ -74,18 +74,18 @@ func (s *Server) networkSettings(w http.ResponseWriter, r *http.Request) {
 	if req.NetworkBlockAll != nil {
 		now = *req.NetworkBlockAll
 	}
-	if now != was {
-		if err := s.moveNetwork(r.Context(), b.container, netName(was), netName(now)); err != nil {
-			writeErr(w, r, 500, err.Error(), "")
-			return
-		}
-	}
-	b.mu.Lock()
-	b.blockAll = now
+	list := ""
 	if req.NetworkAllowList != nil {
-		b.allowList = *req.NetworkAllowList
+		list = *req.NetworkAllowList
+	} else {
+		b.mu.Lock()
+		list = b.allowList
+		b.mu.Unlock()
 	}
-	b.mu.Unlock()
+	if err := s.applyNetwork(r.Context(), b, now, list); err != nil {
+		writeErr(w, r, 500, err.Error(), "")
+		return
+	}
 	writeJSON(w, 200, s.dto(b, true))
 }
 
@@ -128,17 +128,32 @@ func (s *Server) SetNetworkBehind(id string, blockAll bool, allowList string) {
 	if b == nil {
 		s.t.Fatalf("daytonatest: no sandbox %s", id)
 	}
+	if err := s.applyNetwork(context.Background(), b, blockAll, allowList); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// applyNetwork gives b's running container new settings: it moves
+// between Docker's none network and the bridge, and is re-attached to
+// the bridge (fresh routes) and restricted again when its list changes.
+func (s *Server) applyNetwork(ctx context.Context, b *sandbox, blockAll bool, allowList string) error {
 	b.mu.Lock()
-	was := b.blockAll
+	was, wasList := b.blockAll, b.allowList
 	b.mu.Unlock()
-	if was != blockAll {
-		if err := s.moveNetwork(context.Background(), b.container, netName(was), netName(blockAll)); err != nil {
-			s.t.Fatal(err)
+	switch {
+	case was != blockAll:
+		if err := s.moveNetwork(ctx, b.container, netName(was), netName(blockAll)); err != nil {
+			return err
+		}
+	case !blockAll && wasList != allowList:
+		if err := s.moveNetwork(ctx, b.container, "bridge", "bridge"); err != nil {
+			return err
 		}
 	}
 	b.mu.Lock()
 	b.blockAll, b.allowList = blockAll, allowList
 	b.mu.Unlock()
+	return s.restrictRoutes(ctx, b)
 }
 
 // ArchiveBehind archives a sandbox as Daytona's auto-archive would: its

@@ -9,7 +9,10 @@
 //
 // Covered (control plane): POST /sandbox, GET /sandbox (labels filter),
 // GET /sandbox/{id}, POST /sandbox/{id}/start and /stop, DELETE
-// /sandbox/{id}. Covered (toolbox, at {toolboxProxyUrl}/{sandboxId}/...):
+// /sandbox/{id}, POST /sandbox/{id}/network-settings. Network: a
+// networkBlockAll sandbox's container is on Docker's none network; a
+// networkAllowList sandbox's container is routed to the listed blocks
+// only (allowlist.go); others are on the default bridge. Covered (toolbox, at {toolboxProxyUrl}/{sandboxId}/...):
 // POST /process/execute (merged output, {exitCode, result}, 408 past its
 // timeout), sessions (create, exec sync and runAsync, get command, logs
 // split into stdout and stderr as for SDK versions ≥ 0.167.0, delete,
@@ -20,7 +23,9 @@
 //
 // Simulations: FailNext makes the next n requests to a path answer a
 // status (429 with Retry-After, 5xx); StopBehind stops a sandbox's
-// container as auto-stop would; ExecuteTimeoutCap bounds /process/execute.
+// container as auto-stop would; ArchiveBehind archives it, DeleteBehind
+// deletes it, SetNetworkBehind changes its network settings;
+// ExecuteTimeoutCap bounds /process/execute.
 package daytonatest
 
 import (

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/driver/daytona"
 )
 
@@ -36,10 +37,36 @@ func daytonaConfig() (daytona.Config, error) {
 			*dst = n
 		}
 	}
+	if err := daytonaNetwork(&c); err != nil {
+		return c, err
+	}
 	if c.APIURL == "" || c.APIKey == "" {
 		return c, grove.Errorf(grove.ErrInvalid, "--runtime daytona needs DAYTONA_API_URL and DAYTONA_API_KEY (or grove serve --daytona-fake in a build with -tags daytonafake, for development)")
 	}
 	return c, nil
+}
+
+// daytonaNetwork reads DAYTONA_NETWORK (block-all, allow-list, default;
+// unset: allow-list when DAYTONA_NETWORK_ALLOW_LIST is set, else
+// block-all) and DAYTONA_NETWORK_ALLOW_LIST (comma-separated IPv4 CIDR
+// blocks, at most 5), and checks that they agree.
+func daytonaNetwork(c *daytona.Config) error {
+	mode, err := daytona.ParseNetworkMode(os.Getenv("DAYTONA_NETWORK"))
+	if err != nil {
+		return grove.Errorf(grove.ErrInvalid, "DAYTONA_NETWORK: %v", err)
+	}
+	list, err := daytona.ParseAllowList(os.Getenv("DAYTONA_NETWORK_ALLOW_LIST"))
+	if err != nil {
+		return grove.Errorf(grove.ErrInvalid, "DAYTONA_NETWORK_ALLOW_LIST: %v", err)
+	}
+	switch {
+	case mode == driver.NetworkLimited && len(list) == 0:
+		return grove.Errorf(grove.ErrInvalid, "DAYTONA_NETWORK=allow-list needs DAYTONA_NETWORK_ALLOW_LIST (comma-separated IPv4 CIDR blocks)")
+	case mode != "" && mode != driver.NetworkLimited && len(list) > 0:
+		return grove.Errorf(grove.ErrInvalid, "DAYTONA_NETWORK_ALLOW_LIST is set but DAYTONA_NETWORK=%s; unset DAYTONA_NETWORK or set it to allow-list", os.Getenv("DAYTONA_NETWORK"))
+	}
+	c.Network, c.NetworkAllowList = mode, list
+	return nil
 }
 
 // openDaytona returns the daytona driver: on the fake when the dev mode

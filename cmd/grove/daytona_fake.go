@@ -86,7 +86,11 @@ func openDaytonaFake(ctx context.Context) (drv *daytona.Driver, err error) {
 	addCloser(tb.close)
 	// The agent image's user is "agent".
 	root := envOr("DAYTONA_WORKSPACE_ROOT", "/home/agent/grove")
-	return daytona.New(daytona.Config{APIURL: fake.URL, APIKey: fakeKey, WorkspaceRoot: root, AllowMutating: true})
+	c := daytona.Config{APIURL: fake.URL, APIKey: fakeKey, WorkspaceRoot: root, AllowMutating: true}
+	if err := daytonaNetwork(&c); err != nil {
+		return nil, err
+	}
+	return daytona.New(c)
 }
 
 func addCloser(f func()) {

@@ -14,6 +14,9 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
+	"github.com/grove-dev/grove/driver/daytona"
 	"github.com/grove-dev/grove/driver/daytona/daytonatest"
 	"github.com/grove-dev/grove/driver/docker"
 	agentsandbox "github.com/grove-dev/grove/images/agent-sandbox"
@@ -128,5 +131,55 @@ func TestDaytonaWalkthrough(t *testing.T) {
 	}
 	if got := ok("", "read", ws["id"].(string), "README.md"); got != "new text\n" {
 		t.Fatalf("committed work after rm and acquire: %q", got)
+	}
+}
+
+// TestDaytonaNetworkConfig: DAYTONA_NETWORK and DAYTONA_NETWORK_ALLOW_LIST
+// give block-all by default, an allow-list when one is set, default on
+// request, and clear errors for a bad CIDR, too many blocks or a
+// contradiction.
+func TestDaytonaNetworkConfig(t *testing.T) {
+	for _, c := range []struct {
+		mode, list string
+		want       driver.NetworkMode
+		wantList   int
+		err        string
+	}{
+		{"", "", driver.NetworkNone, 0, ""},
+		{"block-all", "", driver.NetworkNone, 0, ""},
+		{"default", "", driver.NetworkDefault, 0, ""},
+		{"", "10.0.0.0/8, 192.168.1.0/24", driver.NetworkLimited, 2, ""},
+		{"allow-list", "1.2.3.4/32", driver.NetworkLimited, 1, ""},
+		{"allow-list", "", "", 0, "needs DAYTONA_NETWORK_ALLOW_LIST"},
+		{"default", "10.0.0.0/8", "", 0, "DAYTONA_NETWORK_ALLOW_LIST is set"},
+		{"", "10.0.0.300/8", "", 0, "not an IPv4 CIDR"},
+		{"", "10.0.0.1", "", 0, "not an IPv4 CIDR"},
+		{"", "fd00::/8", "", 0, "not an IPv4 CIDR"},
+		{"", "1.0.0.0/8,2.0.0.0/8,3.0.0.0/8,4.0.0.0/8,5.0.0.0/8,6.0.0.0/8", "", 0, "at most 5"},
+		{"open", "", "", 0, "DAYTONA_NETWORK"},
+	} {
+		t.Setenv("DAYTONA_API_URL", "http://x")
+		t.Setenv("DAYTONA_API_KEY", "k")
+		t.Setenv("DAYTONA_NETWORK", c.mode)
+		t.Setenv("DAYTONA_NETWORK_ALLOW_LIST", c.list)
+		cfg, err := daytonaConfig()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, grove.ErrInvalid) {
+				t.Errorf("%q %q: error %v, want %q", c.mode, c.list, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q %q: %v", c.mode, c.list, err)
+			continue
+		}
+		d, err := daytona.New(cfg)
+		if err != nil {
+			t.Errorf("%q %q: New: %v", c.mode, c.list, err)
+			continue
+		}
+		if got := d.Capabilities().Network; len(got) != 1 || got[0] != c.want || len(cfg.NetworkAllowList) != c.wantList {
+			t.Errorf("%q %q: modes %v, list %v; want %s with %d blocks", c.mode, c.list, got, cfg.NetworkAllowList, c.want, c.wantList)
+		}
 	}
 }

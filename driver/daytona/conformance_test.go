@@ -13,7 +13,8 @@ import (
 	"github.com/grove-dev/grove/driver/drivertest"
 )
 
-// TestConformance runs driver/drivertest against the driver on the fake.
+// TestConformance runs driver/drivertest against the driver on the fake,
+// in its default network mode, block-all (Capabilities/NetworkNone runs).
 // The suite writes and inspects each workspace from the host, so the fake
 // bind-mounts a host directory (this test's TMPDIR) at the same path in
 // its sandboxes and Spec.WorkDir names that path. Real Daytona shares
@@ -34,7 +35,10 @@ func TestConformance(t *testing.T) {
 	fake := daytonatest.New(t, cli, daytonatest.Options{Image: img, APIKey: "k", HostMounts: []string{shared}})
 	newDriver := func(t *testing.T, mutating bool) driver.Driver {
 		d, err := New(Config{APIURL: fake.URL, APIKey: "k", WorkspaceRoot: "/home/agent/grove", AllowMutating: mutating,
-			RetryBackoff: 10 * time.Millisecond, PollInterval: 100 * time.Millisecond})
+			RetryBackoff: 10 * time.Millisecond, PollInterval: 100 * time.Millisecond,
+			// The cases share one sandbox: no case's Destroy may stop it
+			// under another's commands.
+			IdleStopDelay: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,5 +64,9 @@ func TestConformance(t *testing.T) {
 			return driver.Spec{User: "conformance", Project: "p"}
 		},
 		Restricted: func(t *testing.T) driver.Driver { return newDriver(t, false) },
+		// The host as a bridged container would reach it, so that the
+		// block-all case proves the sandbox has no network (a container's
+		// own 127.0.0.1 would refuse the probe anyway).
+		HostAddress: hostGateway,
 	})
 }

@@ -43,6 +43,18 @@
 // toolbox (shell-quoted); stdin travels as a file uploaded through the
 // files API into a per-exec directory under /tmp, removed afterwards.
 //
+// # Network and lifecycle
+//
+// Sandboxes are created with the configured network (Config.Network):
+// networkBlockAll by default, a networkAllowList, or Daytona's default;
+// Capabilities reports that one mode and Create refuses others. An
+// adopted sandbox with other settings is updated through Daytona's
+// network-settings endpoint before first use. When Destroy removes the
+// last workspace runtime of a sandbox, the sandbox is stopped (kept) once
+// idle for Config.IdleStopDelay. A sandbox gone under Grove (404,
+// destroyed) is looked up again by its labels, or created, once per
+// request (network.go, lifecycle.go).
+//
 // # Errors and retries
 //
 // All HTTP goes through one transport that adds the authentication and
@@ -105,6 +117,22 @@ type Config struct {
 	PollInterval time.Duration
 	// StartTimeout bounds waiting for a sandbox to start (default 3 min).
 	StartTimeout time.Duration
+	// Network is the network of the sandboxes (DAYTONA_NETWORK):
+	// driver.NetworkNone sends Daytona's networkBlockAll=true;
+	// driver.NetworkLimited sends networkBlockAll=false and
+	// networkAllowList; driver.NetworkDefault sends neither (Daytona's
+	// default for the organisation). Empty: NetworkLimited when
+	// NetworkAllowList is set, else NetworkNone.
+	Network driver.NetworkMode
+	// NetworkAllowList is the allow-list (DAYTONA_NETWORK_ALLOW_LIST):
+	// IPv4 CIDR blocks, at most MaxAllowList.
+	NetworkAllowList []string
+	// IdleStopDelay: when Destroy removes the last workspace runtime of a
+	// sandbox, the sandbox is stopped (never deleted) once no request has
+	// used it for this long (default 10s: the engine still removes the
+	// working tree through the sandbox after Destroy). Negative: never;
+	// Daytona's auto-stop does it.
+	IdleStopDelay time.Duration
 }
 
 // Driver is the daytona runtime driver.
@@ -125,6 +153,15 @@ type box struct {
 	startMu sync.Mutex
 	homeMu  sync.Mutex
 	home    string // the sandbox user's home directory, from the toolbox
+	// netStale: the sandbox was adopted with network settings other than
+	// the configured ones (guarded by startMu).
+	netStale bool
+	// Guarded by Driver.mu: requests under way, the last one's end, and
+	// the pending stop after the last workspace was destroyed.
+	busy      int
+	lastUse   time.Time
+	idle      bool
+	idleTimer *time.Timer
 }
 
 // New returns a driver talking to cfg.APIURL.
@@ -156,6 +193,12 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 3 * time.Minute
 	}
+	if cfg.IdleStopDelay == 0 {
+		cfg.IdleStopDelay = 10 * time.Second
+	}
+	if err := resolveNetwork(&cfg); err != nil {
+		return nil, err
+	}
 	base := http.DefaultTransport
 	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
 		base = cfg.HTTPClient.Transport
@@ -179,13 +222,16 @@ func New(cfg Config) (*Driver, error) {
 func (d *Driver) Kind() string { return "daytona" }
 
 // Capabilities implements driver.Driver. Sandboxes are isolated from the
-// Grove host; network modes, limits and confinement between workspaces of
-// one sandbox are not enforced by this driver yet.
+// Grove host; limits and confinement between workspaces of one sandbox
+// are not enforced by this driver yet. The network mode is the one
+// configured (Config.Network), since it is a property of the sandbox,
+// which all workspaces of a (user, project) share: block-all is reported
+// as driver.NetworkNone, an allow-list as driver.NetworkLimited.
 func (d *Driver) Capabilities() driver.Capabilities {
 	return driver.Capabilities{
 		Isolated:      false, // workspaces of one (user, project) share a sandbox user
 		AllowMutating: d.cfg.AllowMutating,
-		Network:       []driver.NetworkMode{driver.NetworkDefault},
+		Network:       []driver.NetworkMode{d.cfg.Network},
 		Persistent:    true,
 		Streaming:     true,
 	}
@@ -204,8 +250,8 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if len(spec.ReadOnlyPaths) > 0 || len(spec.ProtectedPaths) > 0 {
 		return nil, grove.Errorf(grove.ErrNotSupported, "daytona: host paths cannot be shown to a remote sandbox")
 	}
-	if spec.Network != "" && spec.Network != driver.NetworkDefault {
-		return nil, grove.Errorf(grove.ErrNotSupported, "daytona: network mode %q", spec.Network)
+	if spec.Network != "" && spec.Network != d.cfg.Network {
+		return nil, grove.Errorf(grove.ErrNotSupported, "daytona: network mode %q: sandboxes are configured for %q (DAYTONA_NETWORK)", spec.Network, d.cfg.Network)
 	}
 	d.mu.Lock()
 	if rt, ok := d.rts[spec.WorkspaceID]; ok {
@@ -224,9 +270,17 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if err != nil {
 		return nil, err
 	}
-	if err := d.ensureStarted(ctx, b); err != nil {
+	rt := &driver.Runtime{WorkspaceID: spec.WorkspaceID, Kind: d.Kind(), State: driver.StateRunning, Spec: spec}
+	if !d.isControl(rt) {
+		d.mu.Lock()
+		b.idle = false // a workspace again: no stop pending
+		d.mu.Unlock()
+	}
+	b, release, err := d.use(ctx, rt, b)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if _, err := d.home(ctx, b); err != nil {
 		return nil, err
 	}
@@ -234,7 +288,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	if err := mapErr(ctx, "create folder", resp, err); err != nil {
 		return nil, err
 	}
-	rt := &driver.Runtime{WorkspaceID: spec.WorkspaceID, Kind: d.Kind(), BackendID: b.id, State: driver.StateRunning, Spec: spec}
+	rt.BackendID = b.id
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if old, ok := d.rts[spec.WorkspaceID]; ok {
@@ -242,17 +296,26 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime,
 	} else {
 		d.rts[spec.WorkspaceID] = rt
 	}
+	if !d.isControl(rt) {
+		b.idle = false
+	}
 	cp := *rt
 	return &cp, nil
 }
 
 // sandbox finds or creates the sandbox of (user, project).
 func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error) {
+	return d.sandboxReplacing(ctx, user, project, nil)
+}
+
+// sandboxReplacing is sandbox, looking the sandbox up again when the
+// remembered one is stale (gone under Grove).
+func (d *Driver) sandboxReplacing(ctx context.Context, user, project string, stale *box) (*box, error) {
 	key := boxKey(user, project)
 	d.mu.Lock()
 	b, ok := d.boxes[key]
 	d.mu.Unlock()
-	if ok {
+	if ok && b != stale {
 		return b, nil
 	}
 	labels := map[string]string{LabelManagedBy: managedBy, LabelUser: user, LabelProject: project}
@@ -262,6 +325,7 @@ func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error
 		return nil, err
 	}
 	var sb *apiclient.Sandbox
+	netStale := false
 	for _, it := range list.Items {
 		if it.State != nil && (*it.State == apiclient.SANDBOXSTATE_DESTROYED || *it.State == apiclient.SANDBOXSTATE_DESTROYING) {
 			continue
@@ -270,6 +334,7 @@ func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error
 		if err := mapErr(ctx, "get sandbox", resp, err); err != nil {
 			return nil, err
 		}
+		netStale = !d.networkMatches(sb.GetNetworkBlockAll(), sb.GetNetworkAllowList())
 		break
 	}
 	if sb == nil {
@@ -283,15 +348,17 @@ func (d *Driver) sandbox(ctx context.Context, user, project string) (*box, error
 		}
 		req.SetAutoStopInterval(int32(d.cfg.AutoStopMinutes))
 		req.SetAutoArchiveInterval(int32(d.cfg.AutoArchiveMinutes))
+		d.applyNetwork(req)
 		sb, resp, err = d.api.SandboxAPI.CreateSandbox(ctx).CreateSandbox(*req).Execute()
 		if err := mapErr(ctx, "create sandbox", resp, err); err != nil {
 			return nil, err
 		}
 	}
 	b = d.newBox(sb)
+	b.netStale = netStale
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.boxes[key]; ok {
+	if old, ok := d.boxes[key]; ok && old != stale {
 		return old, nil
 	}
 	d.boxes[key] = b
@@ -327,7 +394,9 @@ func (d *Driver) ensureStarted(ctx context.Context, b *box) error {
 		switch st {
 		case apiclient.SANDBOXSTATE_STARTED:
 			return nil
-		case apiclient.SANDBOXSTATE_ERROR, apiclient.SANDBOXSTATE_BUILD_FAILED, apiclient.SANDBOXSTATE_DESTROYED, apiclient.SANDBOXSTATE_DESTROYING:
+		case apiclient.SANDBOXSTATE_DESTROYED, apiclient.SANDBOXSTATE_DESTROYING:
+			return grove.Errorf(grove.ErrNotFound, "daytona: sandbox %s is %s", b.id, st)
+		case apiclient.SANDBOXSTATE_ERROR, apiclient.SANDBOXSTATE_BUILD_FAILED:
 			return grove.Errorf(grove.ErrUnavailable, "daytona: sandbox %s is %s: %s", b.id, st, sb.GetErrorReason())
 		case apiclient.SANDBOXSTATE_STOPPED, apiclient.SANDBOXSTATE_ARCHIVED, apiclient.SANDBOXSTATE_PAUSED:
 			if !started {
@@ -403,11 +472,12 @@ func (d *Driver) Get(ctx context.Context, workspaceID string) (*driver.Runtime, 
 
 // Start implements driver.Driver.
 func (d *Driver) Start(ctx context.Context, workspaceID string) error {
-	_, b, err := d.runtime(workspaceID)
+	_, _, release, err := d.runtimeFor(ctx, workspaceID)
 	if err != nil {
 		return err
 	}
-	return d.ensureStarted(ctx, b)
+	release()
+	return nil
 }
 
 // Stop implements driver.Driver. It stops the whole sandbox, which all
@@ -428,10 +498,32 @@ func (d *Driver) Stop(ctx context.Context, workspaceID string) error {
 // Destroy implements driver.Driver. It forgets the workspace's runtime;
 // the workspace's directory stays in the sandbox. The sandbox is deleted
 // by DeleteSandbox, not here, since other workspaces may live in it.
+// When this was the last workspace runtime of the sandbox the driver
+// knows, the sandbox is stopped (kept) once idle for IdleStopDelay.
 func (d *Driver) Destroy(ctx context.Context, workspaceID string) error {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	rt, ok := d.rts[workspaceID]
 	delete(d.rts, workspaceID)
-	d.mu.Unlock()
+	if !ok || d.isControl(rt) || d.cfg.IdleStopDelay < 0 {
+		return nil
+	}
+	key := boxKey(rt.Spec.User, rt.Spec.Project)
+	b := d.boxes[key]
+	if b == nil {
+		return nil
+	}
+	for _, o := range d.rts {
+		if boxKey(o.Spec.User, o.Spec.Project) == key && !d.isControl(o) {
+			return nil
+		}
+	}
+	b.idle = true
+	if b.idleTimer == nil {
+		b.idleTimer = time.AfterFunc(d.cfg.IdleStopDelay, func() { d.idleStop(key, b) })
+	} else {
+		b.idleTimer.Reset(d.cfg.IdleStopDelay)
+	}
 	return nil
 }
 

@@ -209,9 +209,11 @@ func (d *Driver) run(ctx context.Context, workspaceID string, req grove.ExecRequ
 	if _, err := script(rt.Spec.WorkDir, "/", dir, req, "/tmp", false, timeout, maxOut); err != nil {
 		return nil, err
 	}
-	if err := d.ensureStarted(ctx, b); err != nil {
+	b, release, err := d.use(ctx, rt, b)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	home, err := d.home(ctx, b)
 	if err != nil {
 		return nil, err

@@ -42,9 +42,11 @@ func (f *Files) WriteFile(ctx context.Context, rel string, data []byte) error {
 	if p == rt.Spec.WorkDir {
 		return errorf(grove.ErrIsDirectory, "%q", rel)
 	}
-	if err := f.d.ensureStarted(ctx, b); err != nil {
+	b, release, err := f.d.use(ctx, rt, b)
+	if err != nil {
 		return err
 	}
+	defer release()
 	return f.d.upload(ctx, b, p, data)
 }
 
@@ -59,9 +61,11 @@ func (f *Files) ReadFile(ctx context.Context, rel string, max int64) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if err := f.d.ensureStarted(ctx, b); err != nil {
+	b, release, err := f.d.use(ctx, rt, b)
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	if max > 0 {
 		info, resp, err := b.tb.FileSystemAPI.GetFileInfo(ctx).Path(p).Execute()
 		if err := mapErr(ctx, "file info", resp, err); err != nil {

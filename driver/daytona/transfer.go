@@ -21,13 +21,11 @@ func (d *Driver) Upload(ctx context.Context, workspaceID, p string, r io.Reader)
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return errorf(grove.ErrInvalid, "upload path %q must be clean and absolute", p)
 	}
-	_, b, err := d.runtime(workspaceID)
+	_, b, release, err := d.runtimeFor(ctx, workspaceID)
 	if err != nil {
 		return err
 	}
-	if err := d.ensureStarted(ctx, b); err != nil {
-		return err
-	}
+	defer release()
 	f, err := os.CreateTemp("", "grove-daytona-upload-*")
 	if err != nil {
 		return grove.Errorf(grove.ErrUnavailable, "daytona: upload: %v", err)
@@ -49,13 +47,11 @@ func (d *Driver) Download(ctx context.Context, workspaceID, p string, w io.Write
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return errorf(grove.ErrInvalid, "download path %q must be clean and absolute", p)
 	}
-	_, b, err := d.runtime(workspaceID)
+	_, b, release, err := d.runtimeFor(ctx, workspaceID)
 	if err != nil {
 		return err
 	}
-	if err := d.ensureStarted(ctx, b); err != nil {
-		return err
-	}
+	defer release()
 	// The generated client saves the body in a temporary file.
 	file, resp, err := b.tb.FileSystemAPI.DownloadFile(ctx).Path(p).Execute()
 	if err := mapErr(ctx, "download", resp, err); err != nil {

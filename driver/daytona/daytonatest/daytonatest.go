@@ -9,7 +9,10 @@
 //
 // Covered (control plane): POST /sandbox, GET /sandbox (labels filter),
 // GET /sandbox/{id}, POST /sandbox/{id}/start and /stop, DELETE
-// /sandbox/{id}. Covered (toolbox, at {toolboxProxyUrl}/{sandboxId}/...):
+// /sandbox/{id}, POST /sandbox/{id}/network-settings. Network: a
+// networkBlockAll sandbox's container is on Docker's none network; a
+// networkAllowList sandbox's container is routed to the listed blocks
+// only (allowlist.go); others are on the default bridge. Covered (toolbox, at {toolboxProxyUrl}/{sandboxId}/...):
 // POST /process/execute (merged output, {exitCode, result}, 408 past its
 // timeout), sessions (create, exec sync and runAsync, get command, logs
 // split into stdout and stderr as for SDK versions ≥ 0.167.0, delete,
@@ -20,7 +23,9 @@
 //
 // Simulations: FailNext makes the next n requests to a path answer a
 // status (429 with Retry-After, 5xx); StopBehind stops a sandbox's
-// container as auto-stop would; ExecuteTimeoutCap bounds /process/execute.
+// container as auto-stop would; ArchiveBehind archives it, DeleteBehind
+// deletes it, SetNetworkBehind changes its network settings;
+// ExecuteTimeoutCap bounds /process/execute.
 package daytonatest
 
 import (
@@ -97,6 +102,13 @@ type sandbox struct {
 	created   time.Time
 	autoStop  int32
 	autoArch  int32
+	// blockAll and allowList are the sandbox's network settings. The
+	// container of a block-all sandbox is on Docker's "none" network (no
+	// interface but loopback); the container of an allow-list sandbox is
+	// on the default bridge with routes to the listed blocks only
+	// (restrictRoutes).
+	blockAll  bool
+	allowList string
 	mu        sync.Mutex
 	sessions  map[string]*session
 }
@@ -288,6 +300,7 @@ func (s *Server) apiMux() http.Handler {
 	m.HandleFunc("POST /sandbox/{id}/start", s.start)
 	m.HandleFunc("POST /sandbox/{id}/stop", s.stop)
 	m.HandleFunc("DELETE /sandbox/{id}", s.delete)
+	m.HandleFunc("POST /sandbox/{id}/network-settings", s.networkSettings)
 	return m
 }
 
@@ -320,7 +333,10 @@ func (s *Server) dto(b *sandbox, full bool) map[string]any {
 	}
 	if full {
 		d["env"] = map[string]string{}
-		d["networkBlockAll"] = false
+		d["networkBlockAll"] = b.blockAll
+		if b.allowList != "" {
+			d["networkAllowList"] = b.allowList
+		}
 	}
 	return d
 }
@@ -334,6 +350,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		Memory              int               `json:"memory"`
 		AutoStopInterval    *int32            `json:"autoStopInterval"`
 		AutoArchiveInterval *int32            `json:"autoArchiveInterval"`
+		NetworkBlockAll     *bool             `json:"networkBlockAll"`
+		NetworkAllowList    *string           `json:"networkAllowList"`
 	}
 	if err := readJSON(r, &req); err != nil {
 		writeErr(w, r, 400, err.Error(), "")
@@ -361,7 +379,22 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if req.AutoArchiveInterval != nil {
 		b.autoArch = *req.AutoArchiveInterval
 	}
+	if req.NetworkBlockAll != nil {
+		b.blockAll = *req.NetworkBlockAll
+	}
+	if req.NetworkAllowList != nil {
+		if err := checkAllowList(*req.NetworkAllowList); err != nil {
+			writeErr(w, r, 400, err.Error(), "")
+			return
+		}
+		b.allowList = *req.NetworkAllowList
+	}
 	if err := s.makeContainer(r.Context(), b); err != nil {
+		writeErr(w, r, 500, err.Error(), "")
+		return
+	}
+	if err := s.restrictRoutes(r.Context(), b); err != nil {
+		s.removeContainer(b)
 		writeErr(w, r, 500, err.Error(), "")
 		return
 	}
@@ -407,6 +440,10 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cli.ContainerStart(r.Context(), b.container, container.StartOptions{}); err != nil {
+		writeErr(w, r, 500, err.Error(), "")
+		return
+	}
+	if err := s.restrictRoutes(r.Context(), b); err != nil {
 		writeErr(w, r, 500, err.Error(), "")
 		return
 	}
@@ -528,7 +565,8 @@ func (s *Server) makeContainer(ctx context.Context, b *sandbox) error {
 		User:   sandboxUser,
 		Labels: map[string]string{"daytonatest": "1", "daytonatest.sandbox": b.id},
 	}, &container.HostConfig{
-		Mounts: mounts,
+		Mounts:      mounts,
+		NetworkMode: container.NetworkMode(netName(b.blockAll)),
 	}, nil, nil, "daytonatest-"+b.id)
 	if err != nil {
 		return err

@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
@@ -198,5 +201,114 @@ func TestRemoteProviderLoopback(t *testing.T) {
 	st, err := eng.Status(bg, again.ID)
 	if err != nil || !strings.Contains(strings.Join(st.Untracked, ","), "wip.txt") {
 		t.Fatalf("status after eviction: %v %+v", err, st)
+	}
+}
+
+// TestRemoteReconcileAndSweep: reconcile on a server of remote
+// workspaces sees the server's side (crash leftovers, a cache gone), and
+// a process's first use of a sandbox removes what a crashed server left
+// there — and nothing else: a working tree whose branch name looks like a
+// leftover, a recent leftover another server may be building, and an
+// agent's file of the same shape inside a working tree all stay.
+func TestRemoteReconcileAndSweep(t *testing.T) {
+	sandbox := filepath.Join(t.TempDir(), "sandbox")
+	lb := &loopback{Driver: subprocess.New(subprocess.Options{AllowMutating: true, HomeRoot: t.TempDir()})}
+	var lp *local.Provider
+	f := newFixture(t, fixtureOpt{drv: lb, allowUnisolated: true, tune: func(c *engine.Config) {
+		lp = c.Provider.(*local.Provider)
+		rp, err := remote.New(remote.Options{Local: lp, Driver: lb, Root: sandbox})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Provider = rp
+	}})
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	run(t, "", "git", "clone", "-q", "--bare", sourceRepo(t), bare)
+	ws, _, err := f.eng.Acquire(bg, grove.AcquireRequest{Repo: bare, User: "alice", Project: "p", Mode: grove.ModeEdit, Conversation: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookalike, _, err := f.eng.Acquire(bg, grove.AcquireRequest{Repo: bare, User: "alice", Project: "p", Mode: grove.ModeEdit, Conversation: "c2", Branch: "x.tmp-ws_0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	old := time.Now().Add(-2 * remote.SandboxTempMinAge)
+	rp2, err := remote.New(remote.Options{Local: lp, Driver: lb, Root: sandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := rp2.Dir(ws)
+	wt := filepath.Dir(dir)
+	incoming := filepath.Join(filepath.Dir(wt), ".grove-incoming")
+	mk := func(p string, isDir bool, mtime time.Time) string {
+		t.Helper()
+		if isDir {
+			write(t, filepath.Join(p, "half", "f"), "x")
+		} else {
+			write(t, p, "x")
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := []string{
+		mk(dir+".tmp-ws_00000000000000aa", true, old),
+		mk(dir+".removing-ws_00000000000000bb", true, old),
+		mk(filepath.Join(incoming, "ws_00000000000000cc.bundle"), false, old),
+		mk(filepath.Join(os.TempDir(), "grove-bundle-sweeptest"+strconv.Itoa(os.Getpid())), false, old),
+	}
+	kept := []string{
+		mk(dir+".tmp-ws_00000000000000dd", true, time.Now()),
+		mk(filepath.Join(dir, "worktrees", "y-0123456789abcdef.tmp-ws_0123456789abcdef"), true, old),
+		mk(filepath.Join(dir, ".grove-incoming", "ws_00000000000000ee.bundle"), false, old),
+		rp2.Dir(lookalike),
+	}
+	if err := os.Chtimes(rp2.Dir(lookalike), old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new process's first use of the sandbox sweeps it.
+	if ok, err := rp2.Exists(bg, ws); err != nil || !ok {
+		t.Fatalf("exists: %v %v", ok, err)
+	}
+	for _, p := range gone {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s survived the sweep: %v", p, err)
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	if got, err := f.eng.ReadFile(bg, lookalike.ID, "README.md", 0); err != nil || string(got) != "hello\nworld\n" {
+		t.Fatalf("the look-alike workspace after the sweep: %v %q", err, got)
+	}
+
+	// Reconcile: the server's leftovers go, a cache whose repository is
+	// gone is marked for re-cloning.
+	leftover := filepath.Join(f.root, "repos", ".bare-tmp-crashed")
+	mk(leftover, true, old)
+	rep, err := f.eng.Reconcile(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rep.RemovedTemp, leftover) {
+		t.Fatalf("reconcile removed %v, want %s among them", rep.RemovedTemp, leftover)
+	}
+	if len(rep.BrokenWorkspaces)+len(rep.OrphanDirs)+len(rep.MissingCaches) != 0 {
+		t.Fatalf("reconcile of a healthy remote server: %+v", rep)
+	}
+	caches, err := f.store.ListRepoCaches(bg)
+	if err != nil || len(caches) != 1 {
+		t.Fatalf("caches: %v %d", err, len(caches))
+	}
+	if err := os.RemoveAll(caches[0].LocalPath); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = f.eng.Reconcile(bg); err != nil || !slices.Equal(rep.MissingCaches, []string{caches[0].ID}) {
+		t.Fatalf("reconcile after the cache went: %v %+v", err, rep)
 	}
 }

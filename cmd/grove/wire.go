@@ -66,7 +66,7 @@ func openEngine(ctx context.Context, cfg config, logger *slog.Logger) (*app, err
 	if d, ok := drv.(*daytona.Driver); ok {
 		// Remote workspaces: caches and work repositories stay here,
 		// working trees live in the sandboxes (docs/DAYTONA.md).
-		if wsProv, err = remote.New(remote.Options{Local: prov, Driver: d, Root: d.WorkspaceRoot()}); err != nil {
+		if wsProv, err = remote.New(remote.Options{Local: prov, Driver: d, Root: d.WorkspaceRoot(), Log: logger}); err != nil {
 			st.Close()
 			return nil, err
 		}

@@ -40,9 +40,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grove-dev/grove"
@@ -61,6 +63,8 @@ type Provider struct {
 	drv   driver.Driver
 	ft    driver.FileTransfer
 	root  string
+	log   *slog.Logger
+	swept sync.Map // control runtime ids swept by this process
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -76,6 +80,8 @@ type Options struct {
 	// Root is the directory inside every runtime under which repositories
 	// and working trees live (DAYTONA_WORKSPACE_ROOT).
 	Root string
+	// Log receives what a sandbox sweep removed; nil discards it.
+	Log *slog.Logger
 }
 
 // New returns a remote provider.
@@ -90,7 +96,11 @@ func New(opt Options) (*Provider, error) {
 	if !path.IsAbs(opt.Root) || path.Clean(opt.Root) != opt.Root {
 		return nil, grove.Errorf(grove.ErrInvalid, "remote provider: root %q must be a clean absolute path", opt.Root)
 	}
-	return &Provider{local: opt.Local, git: opt.Local.Git(), drv: opt.Driver, ft: ft, root: opt.Root}, nil
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{local: opt.Local, git: opt.Local.Git(), drv: opt.Driver, ft: ft, root: opt.Root, log: log}, nil
 }
 
 // Kind implements provider.Provider.
@@ -184,12 +194,14 @@ func controlID(user, project string) string {
 }
 
 // control returns the id of ws's control runtime, creating it (in the
-// pair's sandbox) when needed; the driver's Create is idempotent.
+// pair's sandbox) when needed; the driver's Create is idempotent. The
+// first use in this process sweeps the sandbox's crash leftovers.
 func (p *Provider) control(ctx context.Context, ws *grove.Workspace) (string, error) {
 	id := controlID(ws.User, ws.Project)
 	if _, err := p.drv.Create(ctx, driver.Spec{WorkspaceID: id, User: ws.User, Project: ws.Project, WorkDir: p.root, Writable: true}); err != nil {
 		return "", err
 	}
+	p.sweepSandbox(ctx, id)
 	return id, nil
 }
 

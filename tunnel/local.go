@@ -9,15 +9,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/fsops"
+	"github.com/grove-dev/grove/internal/procexec"
 )
 
 // Limits of the local routes.
@@ -211,9 +212,12 @@ func (l *Local) execute(ctx context.Context, payload json.RawMessage) (any, erro
 	if maxOut <= 0 || maxOut > MaxOutputBytes {
 		maxOut = MaxOutputBytes
 	}
-	p := procParams{argv: argv, dir: dir, env: withEnv(agentEnv(), req.Env), max: maxOut, keep: true}
+	env := withEnv(agentEnv(), req.Env)
+	// The developer's own machine: a server the command starts in the
+	// background keeps running after it exits.
+	p := procexec.Params{MaxOutput: maxOut, KeepBackground: true}
 	if req.Stdin != "" {
-		p.stdin = []byte(req.Stdin)
+		p.Stdin = []byte(req.Stdin)
 	}
 	var mirror *mirrorCmd
 	if !req.Hidden {
@@ -224,38 +228,50 @@ func (l *Local) execute(ctx context.Context, payload json.RawMessage) (any, erro
 		mirror = l.term.begin(cmdline, note)
 	}
 	if req.Async {
-		return l.startAsync(req, p, mirror)
+		return l.startAsync(req, argv, dir, env, p, mirror)
 	}
+	p.Timeout = MaxAsyncTimeout
 	if req.TimeoutMS > 0 {
-		p.timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+		p.Timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	}
+	runCtx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		// The call's deadline is the command's timeout as well.
+		p.Timeout = max(min(p.Timeout, time.Until(dl)), time.Millisecond)
+		var cancel context.CancelFunc
+		runCtx, cancel = withoutDeadline(ctx)
+		defer cancel()
 	}
 	if mirror != nil {
-		p.emit = func(c grove.Chunk) error { mirror.output(c.Data); return nil }
+		p.Emit = func(c grove.Chunk) error { mirror.output(c.Data); return nil }
 	}
-	r, err := runProc(ctx, p)
-	if err != nil {
+	r, err := run(runCtx, argv, dir, env, p)
+	switch {
+	case errors.Is(err, context.Canceled):
+		if mirror != nil {
+			mirror.t.write([]byte("[cancelled: the command was killed]\n"))
+		}
+		return nil, &Error{Code: "E_CANCELLED", Message: "the call was cancelled; the command was killed"}
+	case err != nil:
 		return nil, l.startFailed(argv, mirror, err)
 	}
 	res := execResult(r)
 	mirror.end(res, res.Truncated)
-	if r.cancelled {
-		return nil, &Error{Code: "E_CANCELLED", Message: "the call was cancelled; the command was killed"}
-	}
 	return res, nil
 }
 
-// execResult is the route's rendering of a process's end.
-func execResult(r *procResult) ExecResult {
+// execResult is the route's rendering of a command's end.
+func execResult(r *grove.ExecResult) ExecResult {
 	return ExecResult{
-		ExitCode: r.exit, Stdout: strings.ToValidUTF8(string(r.stdout), "\uFFFD"), Stderr: strings.ToValidUTF8(string(r.stderr), "\uFFFD"),
-		DurationMS: r.duration.Milliseconds(), TimedOut: r.timedOut,
-		Truncated: r.stdoutOmit > 0 || r.stderrOmit > 0, StdoutOmitted: r.stdoutOmit, StderrOmitted: r.stderrOmit,
+		ExitCode: r.ExitCode, Stdout: strings.ToValidUTF8(string(r.Stdout), "\uFFFD"), Stderr: strings.ToValidUTF8(string(r.Stderr), "\uFFFD"),
+		DurationMS: r.Duration.Milliseconds(), TimedOut: r.TimedOut,
+		Truncated: r.Truncated, StdoutOmitted: r.StdoutOmitted, StderrOmitted: r.StderrOmitted,
 	}
 }
 
 func (l *Local) startFailed(argv []string, mirror *mirrorCmd, err error) error {
-	var se errStart
-	if errors.As(err, &se) && (errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist)) {
+	var se *procexec.StartError
+	if notFound(err) {
 		err = grove.Errorf(grove.ErrNotInstalled, "%s: command not found", clip(argv[0], 200))
 	} else if errors.As(err, &se) {
 		err = grove.Errorf(grove.ErrInvalid, "starting the command: %s", clip(err.Error(), 300))
@@ -269,10 +285,10 @@ func (l *Local) startFailed(argv []string, mirror *mirrorCmd, err error) error {
 // startAsync starts p as a session and answers with its id. The command
 // runs on after the call answered, bounded by its own timeout (at most
 // MaxAsyncTimeout) and by the agent's life.
-func (l *Local) startAsync(req ExecRequest, p procParams, mirror *mirrorCmd) (any, error) {
-	p.timeout = MaxAsyncTimeout
+func (l *Local) startAsync(req ExecRequest, argv []string, dir string, env []string, p procexec.Params, mirror *mirrorCmd) (any, error) {
+	p.Timeout = MaxAsyncTimeout
 	if req.TimeoutMS > 0 {
-		p.timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, MaxAsyncTimeout)
+		p.Timeout = min(time.Duration(req.TimeoutMS)*time.Millisecond, MaxAsyncTimeout)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{id: newSessionID(), started: time.Now(), running: true, done: make(chan struct{}), cancel: cancel}
@@ -283,32 +299,39 @@ func (l *Local) startAsync(req ExecRequest, p procParams, mirror *mirrorCmd) (an
 		}
 		return nil, err
 	}
-	p.keep = false // the session holds the output
-	p.emit = func(c grove.Chunk) error {
+	p.StreamOnly = true // the session holds the output
+	p.Emit = func(c grove.Chunk) error {
 		mirror.output(c.Data)
 		return s.append(c)
 	}
 	started := make(chan error, 1)
-	p.started = func(pgid int) {
+	p.Started = func(pgid int) error {
 		s.mu.Lock()
 		s.pgid = pgid
 		s.mu.Unlock()
 		started <- nil
+		return nil
 	}
 	log := l.log.With("session_id", s.id)
 	go func() {
 		defer cancel()
-		r, err := runProc(ctx, p)
+		r, err := run(ctx, argv, dir, env, p)
 		finish := func(res *ExecResult) {
 			s.mu.Lock()
 			s.result, s.running, s.finishedAt = res, false, time.Now()
 			s.mu.Unlock()
 			close(s.done)
 		}
+		if errors.Is(err, context.Canceled) {
+			// killAll: the agent is stopping.
+			finish(&ExecResult{ExitCode: 128 + int(syscall.SIGKILL), DurationMS: time.Since(s.started).Milliseconds()})
+			log.Info("tunnel: async command killed: the agent is stopping")
+			return
+		}
 		if err != nil {
 			finish(&ExecResult{ExitCode: -1})
 			select {
-			case started <- l.startFailed(p.argv, mirror, err):
+			case started <- l.startFailed(argv, mirror, err):
 				// Not started: the call answers with the error, and
 				// there is no session.
 				l.sessions.remove(s.id)
@@ -326,7 +349,7 @@ func (l *Local) startAsync(req ExecRequest, p procParams, mirror *mirrorCmd) (an
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	log.Info("tunnel: async command started", "timeout_ms", p.timeout.Milliseconds())
+	log.Info("tunnel: async command started", "timeout_ms", p.Timeout.Milliseconds())
 	return AsyncStarted{SessionID: s.id}, nil
 }
 

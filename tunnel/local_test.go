@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,7 +168,7 @@ func TestAsyncSessions(t *testing.T) {
 	var sig tunnel.SessionOutput
 	c.ok(tunnel.RouteSessionPrefix+st.SessionID+"/signal", tunnel.SignalRequest{Signal: "TERM"}, &sig)
 	o = sessionOutput(t, c, st.SessionID, tunnel.SessionOutputRequest{WaitMS: 3000})
-	if o.Running || o.Result == nil || o.Result.ExitCode != -1 {
+	if o.Running || o.Result == nil || o.Result.ExitCode != 128+int(syscall.SIGTERM) {
 		t.Fatalf("after TERM: %+v %+v", o, o.Result)
 	}
 	time.Sleep(100 * time.Millisecond)

@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,8 +223,8 @@ func TestExecuteResults(t *testing.T) {
 	pidfile := filepath.Join(dir, "grandchild.pid")
 	start := time.Now()
 	x = execResult(t, e.call(aliceKey, "proj", tunnel.RouteExecute, tunnel.ExecRequest{Shell: "echo before; sleep 30 & echo $! > grandchild.pid; wait", TimeoutMS: 300}, 10000))
-	if !x.TimedOut || x.Stdout != "before\n" || time.Since(start) > 5*time.Second {
-		t.Fatalf("timeout: %+v after %s", x, time.Since(start))
+	if !x.TimedOut || x.ExitCode != 124 || x.Stdout != "before\n" || time.Since(start) > 5*time.Second {
+		t.Fatalf("timeout: %+v after %s (want exit 124, as Grove's own exec)", x, time.Since(start))
 	}
 	b, _ := os.ReadFile(pidfile)
 	pid := strings.TrimSpace(string(b))
@@ -232,8 +234,30 @@ func TestExecuteResults(t *testing.T) {
 	}
 	// The call's own timeout_ms bounds the command too.
 	x = execResult(t, e.call(aliceKey, "proj", tunnel.RouteExecute, tunnel.ExecRequest{Argv: []string{"sleep", "30"}}, 300))
-	if !x.TimedOut {
+	if !x.TimedOut || x.ExitCode != 124 {
 		t.Fatalf("call timeout: %+v", x)
+	}
+	// A signal is 128+n, as Grove's own exec reports it.
+	if x = execResult(t, e.call(aliceKey, "proj", tunnel.RouteExecute, tunnel.ExecRequest{Shell: "kill -TERM $$"}, 5000)); x.ExitCode != 143 || x.TimedOut {
+		t.Fatalf("killed by TERM: %+v", x)
+	}
+	// The developer's machine: what a command leaves running in the
+	// background (a dev server) outlives it, and the answer does not wait
+	// for it even when it holds the output pipes.
+	for _, shell := range []string{"sleep 30 >/dev/null 2>&1 & echo $! > bg.pid", "sleep 30 & echo $! > bg.pid"} {
+		start = time.Now()
+		if x = execResult(t, e.call(aliceKey, "proj", tunnel.RouteExecute, tunnel.ExecRequest{Shell: shell}, 10000)); x.ExitCode != 0 || time.Since(start) > 3*time.Second {
+			t.Fatalf("%s: %+v after %s", shell, x, time.Since(start))
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "bg.pid"))
+		pid := strings.TrimSpace(string(b))
+		time.Sleep(100 * time.Millisecond)
+		if st, err := os.ReadFile("/proc/" + pid + "/stat"); err != nil || strings.Contains(string(st), ") Z ") {
+			t.Fatalf("%s: the background process %s did not outlive its command: %v %s", shell, pid, err, st)
+		}
+		if n, _ := strconv.Atoi(pid); n > 0 {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
 	}
 }
 

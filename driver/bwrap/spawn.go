@@ -9,7 +9,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
-	"github.com/grove-dev/grove/driver/internal/procexec"
+	"github.com/grove-dev/grove/internal/procexec"
 )
 
 var _ driver.Spawner = (*Driver)(nil)

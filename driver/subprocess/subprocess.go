@@ -14,7 +14,7 @@ import (
 
 	"github.com/grove-dev/grove"
 	"github.com/grove-dev/grove/driver"
-	"github.com/grove-dev/grove/driver/internal/procexec"
+	"github.com/grove-dev/grove/internal/procexec"
 )
 
 // Kind is the driver's name.

@@ -39,16 +39,32 @@ type Params struct {
 	// read; the bwrap driver uses it to apply limits to the blocked
 	// sandbox before letting it go. An error kills the command.
 	Started func(pid int) error
+	// KeepBackground leaves the rest of the command's process group
+	// running when the command exits: a developer's command on their own
+	// machine (grove tunnel) may start a server with '&' and expect it to
+	// stay. Timeouts, ctx and Emit failures still kill the whole group
+	// while the command runs.
+	KeepBackground bool
 }
+
+// StartError is a command that could not be started (no such program, not
+// executable, a bad directory). It wraps exec's error.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
 
 // Run starts cmd in a new process group, feeds it stdin, captures capped
 // output and waits for it, killing the whole group on timeout, on ctx
 // cancellation, on an Emit error, and when the command exits (leftover
-// background processes do not outlive their command).
+// background processes do not outlive their command, unless
+// KeepBackground).
 //
 // cmd must be unstarted with Stdin, Stdout and Stderr unset. A non-zero
-// exit is a result; Run's error is for the command not starting, ctx being
-// done, or Emit/Started failing.
+// exit is a result: a timeout is TimeoutExitCode with TimedOut set, a
+// signal 128+its number. Run's error is for the command not starting
+// (*StartError), ctx being done (wrapping ctx.Err()), or Emit/Started
+// failing.
 func Run(ctx context.Context, cmd *exec.Cmd, p Params) (*grove.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -87,10 +103,15 @@ func Run(ctx context.Context, cmd *exec.Cmd, p Params) (*grove.ExecResult, error
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return nil, err
+		return nil, &StartError{err}
 	}
 	pgid := cmd.Process.Pid
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	var exited bool // set by the loop below, which is the only caller of kill
+	kill := func() {
+		if !exited || !p.KeepBackground {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
 
 	discard := p.StreamOnly && p.Emit != nil
 	stdout := &capped{max: p.MaxOutput, discard: discard}
@@ -122,7 +143,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, p Params) (*grove.ExecResult, error
 	defer timer.Stop()
 	var (
 		waitErr         error
-		exited, drained bool
+		drained         bool
 		timedOut        bool
 		ctxErr, emitErr error
 		grace           <-chan time.Time
@@ -140,7 +161,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, p Params) (*grove.ExecResult, error
 			}
 		case waitErr = <-waitDone:
 			exited = true
-			kill() // leftovers of the command's group die with it
+			kill() // leftovers of the command's group die with it (unless KeepBackground)
 			grace = time.After(drainGrace)
 		case <-readersDone:
 			drained = true

@@ -31,6 +31,46 @@ const wrapper = `t=$1; shift; [ -n "$GROVE_KEEP_HOSTNAME" ] || unset HOSTNAME; u
 // timeout before it kills the group itself.
 const killGrace = 5 * time.Second
 
+// prepared is a request checked and placed in its workspace's container.
+type prepared struct {
+	spec driver.Spec
+	argv []string
+	dir  string // absolute, inside the workspace
+	env  []string
+}
+
+// prepare finds workspaceID's container and checks req against this
+// runtime: the command class (a read-only workspace is a read-only mount:
+// commands run and their writes fail there, as the conformance suite
+// expects), the command line, the directory, the environment and the
+// bounds.
+func (d *Driver) prepare(workspaceID string, req grove.ExecRequest) (*box, prepared, error) {
+	b, err := d.lookup(workspaceID)
+	if err != nil {
+		return nil, prepared{}, err
+	}
+	if d.ro && (req.Class == "" || req.Class.Mutating()) {
+		return nil, prepared{}, grove.Errorf(grove.ErrRejected, "%s commands are not allowed on this runtime", classOf(req))
+	}
+	b.mu.Lock()
+	spec := b.specs[workspaceID]
+	b.mu.Unlock()
+	c := prepared{spec: spec}
+	if c.argv, err = commandLine(req); err != nil {
+		return nil, prepared{}, err
+	}
+	if c.dir, err = confine(spec.WorkDir, req.Dir); err != nil {
+		return nil, prepared{}, err
+	}
+	if c.env, err = requestEnv(req.Env); err != nil {
+		return nil, prepared{}, err
+	}
+	if req.Timeout < 0 || req.MaxOutput < 0 {
+		return nil, prepared{}, grove.Errorf(grove.ErrInvalid, "negative timeout or output cap")
+	}
+	return b, c, nil
+}
+
 // Exec implements driver.Driver.
 func (d *Driver) Exec(ctx context.Context, workspaceID string, req grove.ExecRequest) (*grove.ExecResult, error) {
 	return d.ExecStream(ctx, workspaceID, req, nil)
@@ -40,34 +80,11 @@ func (d *Driver) Exec(ctx context.Context, workspaceID string, req grove.ExecReq
 // through stdcopy straight into emit, so at most one demultiplexed frame is
 // buffered and a slow emit slows the command down.
 func (d *Driver) ExecStream(ctx context.Context, workspaceID string, req grove.ExecRequest, emit func(grove.Chunk) error) (*grove.ExecResult, error) {
-	b, err := d.lookup(workspaceID)
+	b, c, err := d.prepare(workspaceID, req)
 	if err != nil {
 		return nil, err
 	}
-	mutating := req.Class == "" || req.Class.Mutating()
-	if d.ro && mutating {
-		return nil, grove.Errorf(grove.ErrRejected, "%s commands are not allowed on this runtime", classOf(req))
-	}
-	// A read-only workspace is a read-only mount: commands run and their
-	// writes fail there, as the conformance suite expects.
-	b.mu.Lock()
-	spec := b.specs[workspaceID]
-	b.mu.Unlock()
-	argv, err := commandLine(req)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := confine(spec.WorkDir, req.Dir)
-	if err != nil {
-		return nil, err
-	}
-	env, err := requestEnv(req.Env)
-	if err != nil {
-		return nil, err
-	}
-	if req.Timeout < 0 || req.MaxOutput < 0 {
-		return nil, grove.Errorf(grove.ErrInvalid, "negative timeout or output cap")
-	}
+	argv, dir, env := c.argv, c.dir, c.env
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = driver.DefaultTimeout

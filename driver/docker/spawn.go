@@ -42,34 +42,14 @@ var _ driver.Spawner = (*Driver)(nil)
 // process exits. The container's gate is held only to create the exec,
 // not for the process's life.
 func (d *Driver) Spawn(ctx context.Context, workspaceID string, req grove.ExecRequest) (driver.Process, error) {
-	b, err := d.lookup(workspaceID)
+	b, c, err := d.prepare(workspaceID, req)
 	if err != nil {
 		return nil, err
-	}
-	if d.ro && (req.Class == "" || req.Class.Mutating()) {
-		return nil, grove.Errorf(grove.ErrRejected, "%s commands are not allowed on this runtime", classOf(req))
 	}
 	if len(req.Stdin) > 0 {
 		return nil, grove.Errorf(grove.ErrInvalid, "spawn: the process's stdin is the process handle; request stdin must be empty")
 	}
-	b.mu.Lock()
-	spec := b.specs[workspaceID]
-	b.mu.Unlock()
-	argv, err := commandLine(req)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := confine(spec.WorkDir, req.Dir)
-	if err != nil {
-		return nil, err
-	}
-	env, err := requestEnv(req.Env)
-	if err != nil {
-		return nil, err
-	}
-	if req.Timeout < 0 || req.MaxOutput < 0 {
-		return nil, grove.Errorf(grove.ErrInvalid, "negative timeout or output cap")
-	}
+	argv, dir, env := c.argv, c.dir, c.env
 	maxErr := req.MaxOutput
 	if maxErr <= 0 {
 		maxErr = driver.DefaultMaxOutput
@@ -81,7 +61,7 @@ func (d *Driver) Spawn(ctx context.Context, workspaceID string, req grove.ExecRe
 		User: d.user, WorkingDir: dir, Env: env, Cmd: cmd,
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	}
-	db, err := d.debugBox(ctx, b, workspaceID, spec)
+	db, err := d.debugBox(ctx, b, workspaceID, c.spec)
 	if err != nil {
 		return nil, err
 	}

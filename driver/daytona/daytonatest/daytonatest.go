@@ -78,6 +78,7 @@ type Server struct {
 	opts    Options
 	cli     *client.Client
 	api, tb *httptest.Server
+	tbURL   string // the toolbox's base URL, fixed before either server starts
 	// URL is the control plane's base URL (DAYTONA_API_URL).
 	URL string
 
@@ -136,25 +137,26 @@ func New(t testing.TB, cli *client.Client, opts Options) *Server {
 	}
 
 	// Each server's handler needs its own URL (the validators match
-	// requests against it), so the URL is taken from the listener and the
-	// handler set before the server starts: setting it after Start races
-	// with the first request.
+	// requests against it), and the control plane answers with the
+	// toolbox's: both URLs are taken from the listeners and the handlers
+	// set before either server starts — httptest writes a server's URL in
+	// Start, which would race with requests the other already serves.
 	s.api = httptest.NewUnstartedServer(nil)
 	s.URL = "http://" + s.api.Listener.Addr().String()
+	s.tb = httptest.NewUnstartedServer(nil)
+	s.tbURL = "http://" + s.tb.Listener.Addr().String()
 	av, err := newValidator("control plane", apiDoc, s.URL, report)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.api.Config.Handler = s.front(av.wrap(s.apiMux()), false)
-	s.api.Start()
-
-	s.tb = httptest.NewUnstartedServer(nil)
-	tv, err := newValidator("toolbox", tbDoc, "http://"+s.tb.Listener.Addr().String(), report)
+	tv, err := newValidator("toolbox", tbDoc, s.tbURL, report)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.tb.Config.Handler = s.front(tv.wrap(s.toolboxMux()), true)
 	s.tb.Start()
+	s.api.Start()
 
 	t.Cleanup(func() {
 		s.api.Close()
@@ -328,7 +330,7 @@ func (s *Server) dto(b *sandbox, full bool) map[string]any {
 		"labels": b.labels, "public": false, "target": "local",
 		"cpu": 1, "gpu": 0, "memory": 1, "disk": 3, "state": b.state,
 		"autoStopInterval": b.autoStop, "autoArchiveInterval": b.autoArch,
-		"toolboxProxyUrl": s.tb.URL, "createdAt": b.created.UTC().Format(time.RFC3339),
+		"toolboxProxyUrl": s.tbURL, "createdAt": b.created.UTC().Format(time.RFC3339),
 		"updatedAt": time.Now().UTC().Format(time.RFC3339),
 	}
 	if full {

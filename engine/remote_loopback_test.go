@@ -258,6 +258,9 @@ func TestRemoteReconcileAndSweep(t *testing.T) {
 		mk(dir+".removing-ws_00000000000000bb", true, old),
 		mk(filepath.Join(incoming, "ws_00000000000000cc.bundle"), false, old),
 		mk(filepath.Join(os.TempDir(), "grove-bundle-sweeptest"+strconv.Itoa(os.Getpid())), false, old),
+		// A name with a newline must not split into the path of a
+		// working tree (the look-alike's, kept below) on its way to rm.
+		mk(filepath.Join(wt, filepath.Base(rp2.Dir(lookalike))+"\nz-0123456789abcdef.tmp-ws_00000000000000ff"), true, old),
 	}
 	kept := []string{
 		mk(dir+".tmp-ws_00000000000000dd", true, time.Now()),

@@ -41,17 +41,17 @@ const SandboxTempMinAge = time.Hour
 // (.grove-incoming/<id>.bundle) and outgoing bundles in /tmp. The
 // patterns are exact: a working tree's own name ends in its 16-digit
 // hash, never in "-ws_" and an id, so no workspace matches; bare
-// repositories and working trees are never walked. It prints each path
-// it removed.
+// repositories and working trees are never walked; paths reach rm as
+// arguments, never through a pipe a newline in a name could split. It
+// prints each path it removed.
 const sweepScript = `root=$1 mins=$2
 [ -d "$root" ] || exit 0
 find "$root" -regextype posix-extended -mindepth 1 -maxdepth 12 \
   \( -name .bare -o -name .git \) -prune -o \
-  -path '*/worktrees/*' \( -regex '.*/worktrees/[^/]+-[0-9a-f]{16}\.(tmp|removing)-ws_[0-9a-f]{16}' -mmin +"$mins" -print -o -true \) -prune -o \
-  -path '*/.grove-incoming/*' \( -regex '.*/\.grove-incoming/ws_[0-9a-f]{16}\.bundle' -mmin +"$mins" -print -o -true \) -prune -o \
-  -true 2>/dev/null | while IFS= read -r p; do rm -rf -- "$p" && printf '%s\n' "$p"; done
-find /tmp -mindepth 1 -maxdepth 1 -type f -name 'grove-bundle-*' -mmin +"$mins" -print 2>/dev/null |
-  while IFS= read -r p; do rm -f -- "$p" && printf '%s\n' "$p"; done
+  -path '*/worktrees/*' \( -regex '.*/worktrees/[^/]+-[0-9a-f]{16}\.(tmp|removing)-ws_[0-9a-f]{16}' -mmin +"$mins" -exec rm -rf -- {} \; -print -o -true \) -prune -o \
+  -path '*/.grove-incoming/*' \( -regex '.*/\.grove-incoming/ws_[0-9a-f]{16}\.bundle' -mmin +"$mins" -exec rm -rf -- {} \; -print -o -true \) -prune -o \
+  -true 2>/dev/null
+find /tmp -mindepth 1 -maxdepth 1 -type f -name 'grove-bundle-*' -mmin +"$mins" -exec rm -f -- {} \; -print 2>/dev/null
 exit 0`
 
 // sweepSandbox runs sweepScript in control runtime id once per process
@@ -69,7 +69,7 @@ func (p *Provider) sweepSandbox(ctx context.Context, id string) {
 		p.swept.Delete(id)
 		return
 	}
-	if out := strings.Fields(string(res.Stdout)); len(out) > 0 {
+	if out := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n"); out[0] != "" {
 		p.log.Warn("remote: removed crash leftovers in a sandbox", "runtime", id, "removed", out)
 	}
 }

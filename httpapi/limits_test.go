@@ -40,6 +40,7 @@ type limitsServer struct {
 	alice, bob string
 	aliceWS    string
 	bobWS      string
+	repo       string // the repository both workspaces are of
 	log        *testenv.Buffer
 }
 
@@ -74,7 +75,7 @@ func newLimitsServer(t *testing.T, opt httpapi.Options) *limitsServer {
 	srv.Config = h.HTTPServer()
 	srv.Start()
 	t.Cleanup(srv.Close)
-	ls.url = srv.URL
+	ls.url, ls.repo = srv.URL, repo
 	ls.aliceWS = ls.acquire(t, ls.alice, repo, "c-alice")
 	ls.bobWS = ls.acquire(t, ls.bob, repo, "c-bob")
 	return ls

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -82,16 +84,30 @@ func TestLimitsSlotsMCP(t *testing.T) {
 	base := baseline(t, client)
 	p := ls.startProbe(t, ls.bob, "/v1/workspaces/"+ls.bobWS)
 
+	// Each admitted command marks that it runs and then holds its slot
+	// until the test releases it (the subprocess runtime runs on the host,
+	// so the barrier is a host directory): the REST exec below is asked
+	// exactly when every caller has either started its command or been
+	// refused — however late a loaded machine admits them. Each caller has
+	// a workspace of its own: commands on one workspace take turns (a
+	// write takes its lock), and a caller waiting for the lock holds a
+	// slot without running.
+	barrier := t.TempDir()
+	wss := make([]string, callers)
+	for i := range wss {
+		wss[i] = ls.acquire(t, ls.alice, ls.repo, fmt.Sprintf("c-slots-%d", i))
+	}
+	hold := fmt.Sprintf(`touch %[1]s/ran.$$; while [ ! -e %[1]s/release ]; do sleep 0.02; done`, barrier)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ran, limited := 0, 0
 	var other []string
 	for i := range callers {
-		path := "/v1/workspaces/" + ls.aliceWS + "/mcp"
-		args := map[string]any{"command": "sleep 1"}
+		path := "/v1/workspaces/" + wss[i] + "/mcp"
+		args := map[string]any{"command": hold}
 		if i%2 == 1 { // unbound MCP counts the same
 			path = "/v1/mcp"
-			args["workspace_id"] = ls.aliceWS
+			args["workspace_id"] = wss[i]
 		}
 		wg.Go(func() {
 			_, res := ls.mcpPost(t, client, ls.alice, path, toolCall(1, "run_command", args))
@@ -109,33 +125,35 @@ func TestLimitsSlotsMCP(t *testing.T) {
 			}
 		})
 	}
-	// While alice's slots are taken by MCP calls, REST exec is refused too.
-	// On a loaded machine an MCP call can come late, or find a slot taken
-	// for a moment and be refused, leaving one free: ask for a while, and
-	// hold the answer against how many MCP calls ran (below).
-	time.Sleep(300 * time.Millisecond)
-	var r resp
-	for deadline := time.Now().Add(1200 * time.Millisecond); ; time.Sleep(50 * time.Millisecond) {
-		r = ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ls.aliceWS+"/exec", `{"shell":"true"}`)
-		if r.status == 429 || time.Now().After(deadline) {
+	running := func() int {
+		m, _ := filepath.Glob(filepath.Join(barrier, "ran.*"))
+		return len(m)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		settled := running()+limited+len(other) >= callers
+		mu.Unlock()
+		if settled || time.Now().After(deadline) {
 			break
 		}
 	}
-	restRefused := r.status == 429
-	if restRefused && (errCodeOf(t, r) != "E_RESOURCE_LIMIT" || r.header.Get("Retry-After") == "") {
-		t.Errorf("REST exec refused without its code or Retry-After: %d %s Retry-After %q", r.status, r.body, r.header.Get("Retry-After"))
+	// While alice's slots are taken by MCP calls, REST exec is refused too.
+	held := running()
+	r := ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ls.aliceWS+"/exec", `{"shell":"true"}`)
+	if held >= perUser && (r.status != 429 || errCodeOf(t, r) != "E_RESOURCE_LIMIT" || r.header.Get("Retry-After") == "") {
+		t.Errorf("REST exec with all %d slots held by MCP calls: %d %s Retry-After %q", perUser, r.status, r.body, r.header.Get("Retry-After"))
 	}
 	// And another user's exec runs.
 	if r := ls.do(t, loopback(1), ls.bob, "POST", "/v1/workspaces/"+ls.bobWS+"/exec", `{"shell":"true"}`); r.status != 200 {
 		t.Errorf("bob's exec: %d %s", r.status, r.body)
 	}
-	wg.Wait()
-	t.Logf("%d concurrent MCP run_command calls, limit %d: %d ran, %d E_RESOURCE_LIMIT, other %v", callers, perUser, ran, limited, other)
-	if ran > perUser || ran == 0 || ran+limited != callers {
-		t.Errorf("want at most %d run and the rest E_RESOURCE_LIMIT; got %d ran, %d limited, %v", perUser, ran, limited, other)
+	if err := os.WriteFile(filepath.Join(barrier, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if ran == perUser && !restRefused {
-		t.Errorf("REST exec with all %d slots held by MCP calls: %d %s", perUser, r.status, r.body)
+	wg.Wait()
+	t.Logf("%d concurrent MCP run_command calls, limit %d: %d ran (%d at once), %d E_RESOURCE_LIMIT, other %v", callers, perUser, ran, held, limited, other)
+	if held > perUser || ran > perUser || ran == 0 || ran+limited != callers {
+		t.Errorf("want at most %d run and the rest E_RESOURCE_LIMIT; got %d ran (%d at once), %d limited, %v", perUser, ran, held, limited, other)
 	}
 
 	// A batch counts each call; a batch over the cap is refused whole.
@@ -174,18 +192,31 @@ func TestLimitsSlotsMCP(t *testing.T) {
 func TestLimitsSlotsGlobal(t *testing.T) {
 	ls := newLimitsServer(t, httpapi.Options{MaxExecPerUser: 3, Limits: httpapi.Limits{MaxSlots: 4}})
 	client := loopback(2)
+	// Four commands hold the four slots until released (a barrier on the
+	// host, as in TestLimitsSlotsMCP), each in a workspace of its own so
+	// that none waits for another's lock.
+	barrier := t.TempDir()
+	hold := fmt.Sprintf(`{"shell":"touch %[1]s/ran.$$; while [ ! -e %[1]s/release ]; do sleep 0.02; done"}`, barrier)
 	var wg sync.WaitGroup
-	start := func(key, ws string) {
-		wg.Go(func() { ls.do(t, client, key, "POST", "/v1/workspaces/"+ws+"/exec", `{"shell":"sleep 1"}`) })
+	for i := range 3 {
+		ws := ls.acquire(t, ls.alice, ls.repo, fmt.Sprintf("c-global-%d", i))
+		wg.Go(func() { ls.do(t, client, ls.alice, "POST", "/v1/workspaces/"+ws+"/exec", hold) })
 	}
-	for range 3 {
-		start(ls.alice, ls.aliceWS)
+	wg.Go(func() { ls.do(t, client, ls.bob, "POST", "/v1/workspaces/"+ls.bobWS+"/exec", hold) })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(barrier, "ran.*")); len(m) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the four commands never all ran")
+		}
 	}
-	start(ls.bob, ls.bobWS)
-	time.Sleep(400 * time.Millisecond)
 	r := ls.do(t, client, ls.bob, "POST", "/v1/workspaces/"+ls.bobWS+"/exec", `{"shell":"true"}`)
 	if r.status != 429 || !strings.Contains(string(r.body), "the server already runs 4") {
 		t.Errorf("over the global limit: %d %s", r.status, r.body)
+	}
+	if err := os.WriteFile(filepath.Join(barrier, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	if r := ls.do(t, client, ls.bob, "POST", "/v1/workspaces/"+ls.bobWS+"/exec", `{"shell":"true"}`); r.status != 200 {

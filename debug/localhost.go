@@ -1,7 +1,6 @@
 package debug
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,16 +10,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	grove "github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/internal/procexec"
 )
 
 // LocalHost is a Host on this machine confined to one directory. Every
 // process it starts leads its own process group, killed whole on Close, so
-// an adapter's helpers (lldb-server, the debuggee) die with it.
+// an adapter's helpers die with it (a debuggee lldb starts outside the
+// group is killed by KillProcess).
 type LocalHost struct {
 	dir string
 	// Env, when non-nil, replaces os.Environ() as the base environment
@@ -108,43 +108,34 @@ func (h *LocalHost) command(argv []string, env []string, dir string) (*exec.Cmd,
 	cmd.Args[0] = argv[0]
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, nil
 }
 
-// Run runs argv in Root, killing its whole process group on timeout.
+// runMaxOutput bounds each stream of a Run (probes print a line or two).
+const runMaxOutput = 1 << 20
+
+// Run runs argv in Root through procexec (the process core of Grove's
+// local runtimes): its own process group, killed whole at the timeout and
+// when the command exits.
 func (h *LocalHost) Run(ctx context.Context, argv []string, timeout time.Duration) (string, string, int, error) {
-	env := h.environ(nil)
-	cmd, err := h.command(argv, env, h.dir)
+	cmd, err := h.command(argv, h.environ(nil), h.dir)
 	if err != nil {
 		return "", "", -1, err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Background helpers holding our pipes must not keep Run waiting.
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		return "", "", -1, grove.Errorf(grove.ErrUnavailable, "%s: %v", argv[0], err)
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case err = <-waited:
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-waited
-		return stdout.String(), stderr.String(), -1, grove.Errorf(grove.ErrTimeout, "%s: timed out after %s", argv[0], timeout)
+	res, err := procexec.Run(ctx, cmd, procexec.Params{Timeout: timeout, MaxOutput: runMaxOutput})
+	var se *procexec.StartError
+	switch {
+	case errors.As(err, &se):
+		return "", "", -1, grove.Errorf(grove.ErrUnavailable, "%s: %v", argv[0], se.Err)
+	case err != nil:
+		return "", "", -1, err
+	case res.TimedOut:
+		return string(res.Stdout), string(res.Stderr), -1, grove.Errorf(grove.ErrTimeout, "%s: timed out after %s", argv[0], timeout)
 	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return stdout.String(), stderr.String(), exit.ExitCode(), nil
-	}
-	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
-		return stdout.String(), stderr.String(), -1, grove.Errorf(grove.ErrUnavailable, "%s: %v", argv[0], err)
-	}
-	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode(), nil
+	return string(res.Stdout), string(res.Stderr), res.ExitCode, nil
 }
 
 // confine resolves a workspace-relative path, refusing escapes.
@@ -163,9 +154,9 @@ func confine(root, rel string) (string, error) {
 	return p, nil
 }
 
-// Spawn starts argv in dir with its stdio piped. Pipes are made by hand
-// (not cmd.StdoutPipe) so that reaping the process never closes stdout
-// under a reader still draining the adapter's last messages.
+// Spawn starts argv in dir with its stdio piped, through procexec.Spawn:
+// its own process group, killed whole on Close and when the adapter exits.
+// ctx bounds the start only: the adapter lives until Close.
 func (h *LocalHost) Spawn(ctx context.Context, argv []string, env map[string]string, dir string) (Process, error) {
 	wd, err := confine(h.dir, dir)
 	if err != nil {
@@ -175,42 +166,14 @@ func (h *LocalHost) Spawn(ctx context.Context, argv []string, env map[string]str
 	if err != nil {
 		return nil, err
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	p, err := procexec.Spawn(context.WithoutCancel(ctx), cmd, procexec.SpawnParams{MaxStderr: stderrKeep})
 	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
 		return nil, grove.Errorf(grove.ErrUnavailable, "%s: %v", argv[0], err)
 	}
-	p := &localProcess{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{})}
-	go p.drainStderr(errR)
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
+	return &localProcess{p: p}, nil
 }
 
 // ReadFile reads a file confined to the workspace.
@@ -241,65 +204,40 @@ func (h *LocalHost) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", addr)
 }
 
-// stderrTailMax bounds the adapter stderr kept for error messages.
-const stderrTailMax = 4096
+// stderrKeep bounds the adapter stderr kept; stderrTailMax is how much of
+// its end error messages show.
+const (
+	stderrKeep    = 256 << 10
+	stderrTailMax = 4096
+)
 
-type localProcess struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	exited chan struct{}
+// localProcess is a procexec.Proc as a Process.
+type localProcess struct{ p *procexec.Proc }
 
-	mu   sync.Mutex
-	tail []byte
-	once sync.Once
-}
-
-func (p *localProcess) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
-func (p *localProcess) Write(b []byte) (int, error) { return p.stdin.Write(b) }
-
-func (p *localProcess) drainStderr(r io.ReadCloser) {
-	defer r.Close()
-	buf := make([]byte, 4096)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			p.tail = append(p.tail, buf[:n]...)
-			if len(p.tail) > stderrTailMax {
-				p.tail = p.tail[len(p.tail)-stderrTailMax:]
-			}
-			p.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
+func (l *localProcess) Read(b []byte) (int, error) {
+	n, err := l.p.Stdout().Read(b)
+	if err != nil && n == 0 && !errors.Is(err, io.EOF) {
+		return 0, io.EOF // a closed process reads as ended
 	}
+	return n, err
 }
+
+func (l *localProcess) Write(b []byte) (int, error) { return l.p.Stdin().Write(b) }
 
 // StderrTail is the end of the process's stderr.
-func (p *localProcess) StderrTail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.TrimSpace(string(p.tail))
+func (l *localProcess) StderrTail() string {
+	b := l.p.Stderr()
+	if len(b) > stderrTailMax {
+		b = b[len(b)-stderrTailMax:]
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // Pid is the process id (its process group's too).
-func (p *localProcess) Pid() int { return p.cmd.Process.Pid }
+func (l *localProcess) Pid() int { return l.p.Pid() }
 
 // Close kills the process group and reaps the process.
-func (p *localProcess) Close() error {
-	p.once.Do(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		p.stdin.Close()
-		select {
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
-		}
-		p.stdout.Close()
-	})
-	return nil
-}
+func (l *localProcess) Close() error { return l.p.Close() }
 
 // KillProcess kills the debuggee the adapter reported when its session
 // ends. It is called right after the adapter was killed, so the id has had

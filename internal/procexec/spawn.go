@@ -204,6 +204,9 @@ func (p *Proc) wait(cmd *exec.Cmd) {
 	close(p.done)
 }
 
+// Pid is the process's id, which is also its process group's.
+func (p *Proc) Pid() int { return p.pgid }
+
 // Stdin implements driver.Process.
 func (p *Proc) Stdin() io.WriteCloser { return p.stdin }
 

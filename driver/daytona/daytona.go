@@ -66,7 +66,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -319,14 +318,14 @@ func (d *Driver) sandboxReplacing(ctx context.Context, user, project string, sta
 		return b, nil
 	}
 	labels := map[string]string{LabelManagedBy: managedBy, LabelUser: user, LabelProject: project}
-	lj, _ := json.Marshal(labels)
-	list, resp, err := d.api.SandboxAPI.ListSandboxes(ctx).Labels(string(lj)).Execute()
-	if err := mapErr(ctx, "list sandboxes", resp, err); err != nil {
+	items, err := d.listSandboxes(ctx, labels, nil)
+	if err != nil {
 		return nil, err
 	}
 	var sb *apiclient.Sandbox
+	var resp *http.Response
 	netStale := false
-	for _, it := range list.Items {
+	for _, it := range items {
 		if it.State != nil && (*it.State == apiclient.SANDBOXSTATE_DESTROYED || *it.State == apiclient.SANDBOXSTATE_DESTROYING) {
 			continue
 		}

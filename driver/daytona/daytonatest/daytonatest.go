@@ -7,7 +7,7 @@
 // api-client-go and toolbox-api-client-go at the version go.mod pins);
 // a violation fails the test.
 //
-// Covered (control plane): POST /sandbox, GET /sandbox (labels filter),
+// Covered (control plane): POST /sandbox, GET /sandbox (labels and states filters, cursor pages),
 // GET /sandbox/{id}, POST /sandbox/{id}/start and /stop, DELETE
 // /sandbox/{id}, POST /sandbox/{id}/network-settings. Network: a
 // networkBlockAll sandbox's container is on Docker's none network; a
@@ -36,6 +36,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +73,9 @@ type Options struct {
 	HostMounts []string
 	// Report receives each OpenAPI violation; default t.Errorf.
 	Report func(string)
+	// PageSize, when set, caps every page of GET /sandbox below the
+	// request's limit, so tests see listings that need several pages.
+	PageSize int
 }
 
 // Server is a fake Daytona.
@@ -407,33 +413,89 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, s.dto(b, true))
 }
 
+// list answers GET /sandbox: the labels and states filters, oldest first,
+// one page at a time (limit, default 100, capped by Options.PageSize) with
+// an opaque cursor to the next.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	want := map[string]string{}
-	if l := r.URL.Query().Get("labels"); l != "" {
+	if l := q.Get("labels"); l != "" {
 		if err := json.Unmarshal([]byte(l), &want); err != nil {
 			writeErr(w, r, 400, "labels must be a JSON object", "")
 			return
 		}
 	}
+	states := q["states"]
+	page := 100
+	if l := q.Get("limit"); l != "" {
+		f, err := strconv.ParseFloat(l, 64)
+		if err != nil || f < 1 || f > 200 {
+			writeErr(w, r, 400, "limit must be a number from 1 to 200", "")
+			return
+		}
+		page = int(f)
+	}
+	if s.opts.PageSize > 0 {
+		page = min(page, s.opts.PageSize)
+	}
+	off := 0
+	if c := q.Get("cursor"); c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "o"))
+		if err != nil || !strings.HasPrefix(c, "o") || n < 0 {
+			writeErr(w, r, 400, "invalid cursor", "")
+			return
+		}
+		off = n
+	}
+	type entry struct {
+		b       *sandbox
+		created time.Time
+	}
 	s.mu.Lock()
-	var match []*sandbox
+	var match []entry
 	for _, b := range s.sandboxes {
-		ok := true
+		b.mu.Lock()
+		ok := len(states) == 0 || slices.Contains(states, b.state)
 		for k, v := range want {
 			if b.labels[k] != v {
 				ok = false
 			}
 		}
+		created := b.created
+		b.mu.Unlock()
 		if ok {
-			match = append(match, b)
+			match = append(match, entry{b, created})
 		}
 	}
 	s.mu.Unlock()
+	sort.Slice(match, func(i, j int) bool {
+		if !match[i].created.Equal(match[j].created) {
+			return match[i].created.Before(match[j].created)
+		}
+		return match[i].b.id < match[j].b.id
+	})
 	items := []map[string]any{}
-	for _, b := range match {
-		items = append(items, s.dto(b, false))
+	for _, e := range match[min(off, len(match)):min(off+page, len(match))] {
+		items = append(items, s.dto(e.b, false))
 	}
-	writeJSON(w, 200, map[string]any{"items": items, "nextCursor": nil})
+	var next any
+	if off+page < len(match) {
+		next = "o" + strconv.Itoa(off+page)
+	}
+	writeJSON(w, 200, map[string]any{"items": items, "nextCursor": next})
+}
+
+// AddDestroying lists a sandbox with labels in state "destroying" and no
+// container, older than every other: what Daytona lists for a while after
+// a delete. A lookup by labels must pass over it, to the next page when
+// pages are small.
+func (s *Server) AddDestroying(labels map[string]string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	id := fmt.Sprintf("destroying-%d", s.seq)
+	s.sandboxes[id] = &sandbox{id: id, name: id, labels: labels, state: "destroying", created: time.Unix(0, 0), sessions: map[string]*session{}}
+	return id
 }
 
 func (s *Server) start(w http.ResponseWriter, r *http.Request) {

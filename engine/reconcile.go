@@ -88,6 +88,25 @@ func (e *Engine) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		rep.OrphanDirs = found.OrphanDirs
 		rep.RemovedLocks = found.RemovedLocks
 		rep.RemovedTemp = found.RemovedTemp
+		byID := make(map[string]*grove.Workspace, len(wss))
+		for _, ws := range wss {
+			byID[ws.ID] = ws
+		}
+		for _, id := range found.MissingWorkspaces {
+			ws := byID[id]
+			if ws == nil || ws.State == grove.WorkspaceBroken || ws.State == grove.WorkspaceCreating {
+				continue
+			}
+			ws.State = grove.WorkspaceBroken
+			ws.UpdatedAt = e.now().UTC()
+			switch err := e.store.UpdateWorkspace(ctx, ws); {
+			case errors.Is(err, grove.ErrNotFound):
+				continue // destroyed meanwhile (by another server of a cluster)
+			case err != nil:
+				return nil, err
+			}
+			rep.BrokenWorkspaces = append(rep.BrokenWorkspaces, id)
+		}
 		missing := make(map[string]bool, len(found.MissingCaches))
 		for _, id := range found.MissingCaches {
 			missing[id] = true

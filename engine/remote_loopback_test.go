@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,15 +30,33 @@ import (
 type loopback struct {
 	*subprocess.Driver
 	uploads atomic.Int32
+
+	mu      sync.Mutex
+	owners  []driver.Owner // every pair a runtime was made for: "running"
+	listErr error          // RunningSandboxes fails with it when set
 }
 
-var _ driver.FileTransfer = (*loopback)(nil)
+var (
+	_ driver.FileTransfer  = (*loopback)(nil)
+	_ driver.SandboxLister = (*loopback)(nil)
+)
 
 func (l *loopback) Create(ctx context.Context, spec driver.Spec) (*driver.Runtime, error) {
 	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil { // as the daytona driver's Create does
 		return nil, err
 	}
+	l.mu.Lock()
+	if o := (driver.Owner{User: spec.User, Project: spec.Project}); !slices.Contains(l.owners, o) {
+		l.owners = append(l.owners, o)
+	}
+	l.mu.Unlock()
 	return l.Driver.Create(ctx, spec)
+}
+
+func (l *loopback) RunningSandboxes(context.Context) ([]driver.Owner, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.owners), l.listErr
 }
 
 func (l *loopback) Upload(_ context.Context, _, p string, r io.Reader) error {
@@ -290,11 +309,51 @@ func TestRemoteReconcileAndSweep(t *testing.T) {
 		t.Fatalf("the look-alike workspace after the sweep: %v %q", err, got)
 	}
 
+	// Reconcile looks into running sandboxes: a working tree gone behind
+	// Grove marks its workspace broken (the next acquire rebuilds it), a
+	// tree no record points to is reported and left alone, and a backend
+	// that cannot list its sandboxes does not fail reconciliation.
+	orphan := filepath.Join(wt, "alice_gone_x-0123456789abcdef")
+	write(t, filepath.Join(orphan, "keep.txt"), "someone's work\n")
+	if err := os.RemoveAll(rp2.Dir(lookalike)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.eng.Reconcile(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOrphan := orphan + " (in the sandbox of alice/p)"
+	if !slices.Equal(rep.BrokenWorkspaces, []string{lookalike.ID}) || !slices.Equal(rep.OrphanDirs, []string{wantOrphan}) {
+		t.Fatalf("reconcile of the sandbox: broken %v (want %s), orphans %v (want %s)", rep.BrokenWorkspaces, lookalike.ID, rep.OrphanDirs, wantOrphan)
+	}
+	if _, err := os.Stat(filepath.Join(orphan, "keep.txt")); err != nil {
+		t.Fatalf("the orphan was touched: %v", err)
+	}
+	rebuilt, _, err := f.eng.Acquire(bg, grove.AcquireRequest{Repo: bare, User: "alice", Project: "p", Mode: grove.ModeEdit, Conversation: "c2", Branch: "x.tmp-ws_0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.eng.ReadFile(bg, rebuilt.ID, "README.md", 0); err != nil || string(got) != "hello\nworld\n" {
+		t.Fatalf("the broken workspace after acquire: %v %q", err, got)
+	}
+	if err := os.RemoveAll(orphan); err != nil {
+		t.Fatal(err)
+	}
+	lb.mu.Lock()
+	lb.listErr = grove.Errorf(grove.ErrUnavailable, "the control plane is down")
+	lb.mu.Unlock()
+	if rep, err = f.eng.Reconcile(bg); err != nil || len(rep.BrokenWorkspaces) != 0 {
+		t.Fatalf("reconcile with the backend down: %v %+v", err, rep)
+	}
+	lb.mu.Lock()
+	lb.listErr = nil
+	lb.mu.Unlock()
+
 	// Reconcile: the server's leftovers go, a cache whose repository is
 	// gone is marked for re-cloning.
 	leftover := filepath.Join(f.root, "repos", ".bare-tmp-crashed")
 	mk(leftover, true, old)
-	rep, err := f.eng.Reconcile(bg)
+	rep, err = f.eng.Reconcile(bg)
 	if err != nil {
 		t.Fatal(err)
 	}

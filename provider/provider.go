@@ -145,7 +145,11 @@ type Scanner interface {
 // ScanReport is what Scan found.
 type ScanReport struct {
 	MissingCaches []string // ids of caches whose repository is gone
-	OrphanDirs    []string
-	RemovedLocks  []string
-	RemovedTemp   []string // Grove's own temporaries a crash left behind
+	// MissingWorkspaces are ids of workspaces whose files Scan found gone
+	// where the engine does not probe them itself (remote workspaces in
+	// running sandboxes).
+	MissingWorkspaces []string
+	OrphanDirs        []string
+	RemovedLocks      []string
+	RemovedTemp       []string // Grove's own temporaries a crash left behind
 }

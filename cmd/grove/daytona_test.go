@@ -115,7 +115,11 @@ func TestDaytonaWalkthrough(t *testing.T) {
 	if got := ok("", "ws", "list"); !strings.Contains(got, id) {
 		t.Fatalf("ws list: %q", got)
 	}
-	ok("", "reconcile")
+	// A new process looks into the running sandbox: the working tree is
+	// where the record says, nothing else is there.
+	if got := ok("", "reconcile"); got != "store and disk agree\n" {
+		t.Fatalf("reconcile: %q", got)
+	}
 	ok("", "evict")
 	ok("", "ws", "release", id)
 	if got := ok("", "read", id, "README.md"); got != "new text\n" {

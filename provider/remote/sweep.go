@@ -2,26 +2,105 @@ package remote
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/grove-dev/grove"
+	"github.com/grove-dev/grove/driver"
 	"github.com/grove-dev/grove/provider"
 )
 
 var _ provider.Scanner = (*Provider)(nil)
 
-// Scan implements provider.Scanner for what lives on the server: caches
-// whose repository is gone, stale locks in caches and work repositories,
-// and crash leftovers under the server's root (the local provider's
-// rules). Working trees inside runtimes are not probed here — that would
-// start every stopped sandbox at start-up and fail it whenever one
-// backend is unreachable; a missing tree is found when its workspace is
-// next acquired, and a sandbox's own leftovers are swept the first time
-// this process uses it (sweepSandbox).
+// Scan implements provider.Scanner. On the server's side it applies the
+// local provider's rules: caches whose repository is gone, stale locks in
+// caches and work repositories, crash leftovers under the root. Inside
+// runtimes it looks only into sandboxes that are running now (when the
+// driver is a driver.SandboxLister): waking every stopped sandbox at
+// start-up would cost time and money, and one unreachable backend must not
+// stop Grove from starting, so that part is best effort — a failure is
+// logged, not returned. There, a workspace whose working tree is gone is
+// reported missing (the engine marks it broken; the next acquire rebuilds
+// it) and a working tree no record points to is reported as an orphan,
+// never removed. A missing tree in a stopped sandbox is found by the next
+// acquire, and a sandbox's crash leftovers are swept the first time this
+// process uses it (sweepSandbox).
 func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspaces []*grove.Workspace) (provider.ScanReport, error) {
-	return p.local.Scan(ctx, caches, workspaces)
+	rep, err := p.local.Scan(ctx, caches, workspaces)
+	if err != nil {
+		return rep, err
+	}
+	lister, ok := p.drv.(driver.SandboxLister)
+	if !ok {
+		return rep, nil
+	}
+	owners, err := lister.RunningSandboxes(ctx)
+	if err != nil {
+		p.log.Warn("remote: reconcile cannot list running sandboxes; their working trees are checked when next used", "err", err)
+		return rep, nil
+	}
+	for _, o := range owners {
+		missing, orphans, err := p.scanSandbox(ctx, o, workspaces)
+		if err != nil {
+			p.log.Warn("remote: reconcile cannot look into a sandbox", "user", o.User, "project", o.Project, "err", err)
+			continue
+		}
+		rep.MissingWorkspaces = append(rep.MissingWorkspaces, missing...)
+		rep.OrphanDirs = append(rep.OrphanDirs, orphans...)
+	}
+	return rep, nil
+}
+
+// listTreesScript prints every directory directly under a worktrees
+// directory in the runtime's root — the working trees, and leftovers —
+// without walking into any of them or into a bare repository.
+const listTreesScript = `root=$1
+[ -d "$root" ] || exit 0
+find "$root" -mindepth 1 -maxdepth 12 \( -name .bare -o -name .git -o -name .grove-incoming \) -prune -o \
+  -path '*/worktrees/*' -prune -type d -print`
+
+// leftover matches the names sweepScript removes (a tree being built or
+// deleted): neither a workspace nor an orphan.
+var leftover = regexp.MustCompile(`-[0-9a-f]{16}\.(tmp|removing)-ws_[0-9a-f]{16}$`)
+
+// scanSandbox compares the working trees in o's running sandbox with the
+// records of o's workspaces.
+func (p *Provider) scanSandbox(ctx context.Context, o driver.Owner, workspaces []*grove.Workspace) (missing, orphans []string, err error) {
+	res, err := p.sh(ctx, &grove.Workspace{User: o.User, Project: o.Project}, grove.ClassRead, 2*time.Minute, listTreesScript, p.root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, nil, failed("list working trees", res)
+	}
+	present := map[string]bool{}
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if line != "" && !leftover.MatchString(line) {
+			present[line] = true
+		}
+	}
+	expected := map[string]bool{}
+	for _, ws := range workspaces {
+		if ws.LocalPath != "" || ws.User != o.User || ws.Project != o.Project {
+			continue
+		}
+		dir := p.Dir(ws)
+		expected[dir] = true
+		if !present[dir] && ws.State != grove.WorkspaceCreating && ws.State != grove.WorkspaceBroken {
+			missing = append(missing, ws.ID)
+		}
+	}
+	for dir := range present {
+		if !expected[dir] {
+			orphans = append(orphans, fmt.Sprintf("%s (in the sandbox of %s/%s)", dir, o.User, o.Project))
+		}
+	}
+	sort.Strings(orphans)
+	return missing, orphans, nil
 }
 
 // SweepTemp implements provider.Scanner for the server's root.

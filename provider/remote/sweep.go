@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grove-dev/grove"
@@ -43,17 +44,35 @@ func (p *Provider) Scan(ctx context.Context, caches []*grove.RepoCache, workspac
 		p.log.Warn("remote: reconcile cannot list running sandboxes; their working trees are checked when next used", "err", err)
 		return rep, nil
 	}
+	// A few sandboxes at a time: one listing each, and start-up waits.
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		sem = make(chan struct{}, scanParallel)
+	)
 	for _, o := range owners {
-		missing, orphans, err := p.scanSandbox(ctx, o, workspaces)
-		if err != nil {
-			p.log.Warn("remote: reconcile cannot look into a sandbox", "user", o.User, "project", o.Project, "err", err)
-			continue
-		}
-		rep.MissingWorkspaces = append(rep.MissingWorkspaces, missing...)
-		rep.OrphanDirs = append(rep.OrphanDirs, orphans...)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			missing, orphans, err := p.scanSandbox(ctx, o, workspaces)
+			if err != nil {
+				p.log.Warn("remote: reconcile cannot look into a sandbox", "user", o.User, "project", o.Project, "err", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rep.MissingWorkspaces = append(rep.MissingWorkspaces, missing...)
+			rep.OrphanDirs = append(rep.OrphanDirs, orphans...)
+		})
 	}
+	wg.Wait()
+	sort.Strings(rep.MissingWorkspaces)
+	sort.Strings(rep.OrphanDirs)
 	return rep, nil
 }
+
+// scanParallel is how many sandboxes Scan looks into at once.
+const scanParallel = 8
 
 // listTreesScript prints every directory directly under a worktrees
 // directory in the runtime's root — the working trees, and leftovers —

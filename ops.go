@@ -123,16 +123,20 @@ type FileStatus struct {
 
 // Status is a parsed `git status --porcelain=v2 --branch`.
 type Status struct {
-	Branch     string       `json:"branch"` // empty when detached
-	Head       string       `json:"head"`
-	Upstream   string       `json:"upstream,omitempty"`
-	Ahead      int          `json:"ahead"`
-	Behind     int          `json:"behind"`
-	Staged     []FileStatus `json:"staged"`
-	Unstaged   []FileStatus `json:"unstaged"`
-	Untracked  []string     `json:"untracked"`
-	Conflicted []FileStatus `json:"conflicted"`
-	Clean      bool         `json:"clean"`
+	Branch   string `json:"branch"` // empty when detached
+	Head     string `json:"head"`
+	Upstream string `json:"upstream,omitempty"`
+	// UpstreamGone: an upstream is configured but its branch is not on
+	// the remote (never pushed, or deleted there); Ahead and Behind are
+	// then unknown and zero.
+	UpstreamGone bool         `json:"upstream_gone,omitempty"`
+	Ahead        int          `json:"ahead"`
+	Behind       int          `json:"behind"`
+	Staged       []FileStatus `json:"staged"`
+	Unstaged     []FileStatus `json:"unstaged"`
+	Untracked    []string     `json:"untracked"`
+	Conflicted   []FileStatus `json:"conflicted"`
+	Clean        bool         `json:"clean"`
 }
 
 // Commit is one entry of a git log.

@@ -224,12 +224,20 @@ func TestPushOnlyTheWorkspaceBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the first push the branch's upstream is not on the remote:
+	// status says so instead of "ahead 0, behind 0".
+	if st, err := f.eng.Status(bg, ws.ID); err != nil || st.Upstream != "origin/agent/edits-c" || !st.UpstreamGone {
+		t.Fatalf("status before the first push: %v %+v", err, st)
+	}
 	res, err := f.eng.Push(bg, ws.ID, grove.PushRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Branch != "agent/edits-c" || !res.CreatedBranch {
 		t.Fatalf("push: %+v", res)
+	}
+	if st, err := f.eng.Status(bg, ws.ID); err != nil || st.UpstreamGone || st.Ahead != 0 || st.Behind != 0 {
+		t.Fatalf("status after the push: %v %+v", err, st)
 	}
 	if got := run(t, src, "git", "rev-parse", "refs/heads/agent/edits-c"); got != c.SHA {
 		t.Fatalf("upstream branch at %s, want %s", got, c.SHA)

@@ -21,7 +21,10 @@ func gitStatus(ctx context.Context, c *call, _ Empty) (grove.Status, string, err
 		branch = "(detached)"
 	}
 	fmt.Fprintf(&b, "branch %s at %s", branch, shortSHA(st.Head))
-	if st.Upstream != "" {
+	switch {
+	case st.UpstreamGone:
+		fmt.Fprintf(&b, ", upstream %s (not on the remote: never pushed, or deleted there)", st.Upstream)
+	case st.Upstream != "":
 		fmt.Fprintf(&b, ", upstream %s (ahead %d, behind %d)", st.Upstream, st.Ahead, st.Behind)
 	}
 	b.WriteByte('\n')

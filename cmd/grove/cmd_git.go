@@ -27,7 +27,10 @@ func (c *cli) gitCmd() *cobra.Command {
 				branch = "(detached)"
 			}
 			fmt.Fprintf(c.stdout, "branch %s at %s", branch, short(st.Head))
-			if st.Upstream != "" {
+			switch {
+			case st.UpstreamGone:
+				fmt.Fprintf(c.stdout, " (upstream %s, not on the remote)", st.Upstream)
+			case st.Upstream != "":
 				fmt.Fprintf(c.stdout, " (upstream %s, +%d -%d)", st.Upstream, st.Ahead, st.Behind)
 			}
 			fmt.Fprintln(c.stdout)

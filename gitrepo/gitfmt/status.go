@@ -28,6 +28,7 @@ func ParseStatusV2(out []byte) (*grove.Status, error) {
 		Conflicted: []grove.FileStatus{},
 	}
 	fields := splitNUL(out)
+	sawAB := false
 	for i := 0; i < len(fields); i++ {
 		rec := fields[i]
 		if len(rec) < 2 || rec[1] != ' ' {
@@ -39,6 +40,7 @@ func ParseStatusV2(out []byte) (*grove.Status, error) {
 			if err := parseBranchHeader(st, body); err != nil {
 				return nil, err
 			}
+			sawAB = sawAB || strings.HasPrefix(body, "branch.ab ")
 		case '1':
 			// 1 XY sub mH mI mW hH hI path — the path may contain spaces, so
 			// split off exactly the fixed fields.
@@ -88,6 +90,8 @@ func ParseStatusV2(out []byte) (*grove.Status, error) {
 		}
 	}
 	st.Clean = len(st.Staged) == 0 && len(st.Unstaged) == 0 && len(st.Untracked) == 0 && len(st.Conflicted) == 0
+	// git prints branch.ab only when the upstream's ref exists.
+	st.UpstreamGone = st.Upstream != "" && !sawAB
 	return st, nil
 }
 

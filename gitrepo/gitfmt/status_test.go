@@ -151,8 +151,41 @@ func TestParseStatusV2RealGit(t *testing.T) {
 				r.commitAll("local two")
 			},
 			check: func(t *testing.T, r *repo, st *grove.Status) {
-				if st.Upstream != "origin/main" || st.Ahead != 2 || st.Behind != 1 {
-					t.Errorf("upstream %q ahead %d behind %d", st.Upstream, st.Ahead, st.Behind)
+				if st.Upstream != "origin/main" || st.Ahead != 2 || st.Behind != 1 || st.UpstreamGone {
+					t.Errorf("upstream %q ahead %d behind %d gone %v", st.Upstream, st.Ahead, st.Behind, st.UpstreamGone)
+				}
+			},
+		},
+		{
+			name: "upstream in step",
+			setup: func(t *testing.T, r *repo) {
+				up := newRepo(t)
+				up.write("a", "1\n")
+				up.commitAll("one")
+				r.git("remote", "add", "origin", up.dir)
+				r.git("fetch", "-q", "origin")
+				r.git("checkout", "-q", "-b", "main", "--track", "origin/main")
+			},
+			check: func(t *testing.T, r *repo, st *grove.Status) {
+				if st.Upstream != "origin/main" || st.Ahead != 0 || st.Behind != 0 || st.UpstreamGone {
+					t.Errorf("upstream %q ahead %d behind %d gone %v", st.Upstream, st.Ahead, st.Behind, st.UpstreamGone)
+				}
+			},
+		},
+		{
+			// A new agent branch: its upstream is set before anything was
+			// pushed, so git has no counts to give.
+			name: "upstream never pushed",
+			setup: func(t *testing.T, r *repo) {
+				r.write("a", "1\n")
+				r.commitAll("one")
+				r.git("remote", "add", "origin", t.TempDir())
+				r.git("config", "branch.main.remote", "origin")
+				r.git("config", "branch.main.merge", "refs/heads/main")
+			},
+			check: func(t *testing.T, r *repo, st *grove.Status) {
+				if st.Upstream != "origin/main" || !st.UpstreamGone || st.Ahead != 0 || st.Behind != 0 {
+					t.Errorf("upstream %q gone %v ahead %d behind %d", st.Upstream, st.UpstreamGone, st.Ahead, st.Behind)
 				}
 			},
 		},
@@ -228,7 +261,7 @@ func formatStatusV2(st *grove.Status) []byte {
 	if st.Upstream != "" {
 		rec("# branch.upstream " + st.Upstream)
 	}
-	if st.Ahead != 0 || st.Behind != 0 {
+	if st.Upstream != "" && !st.UpstreamGone || st.Ahead != 0 || st.Behind != 0 {
 		rec("# branch.ab +" + itoa(st.Ahead) + " -" + itoa(st.Behind))
 	}
 	// A file both staged and unstaged is one entry in git's output: write

@@ -136,12 +136,7 @@ func TestParseStatusV2RealGit(t *testing.T) {
 		{
 			name: "upstream ahead and behind",
 			setup: func(t *testing.T, r *repo) {
-				up := newRepo(t)
-				up.write("a", "1\n")
-				up.commitAll("one")
-				r.git("remote", "add", "origin", up.dir)
-				r.git("fetch", "-q", "origin")
-				r.git("checkout", "-q", "-b", "main", "--track", "origin/main")
+				up := tracking(t, r)
 				up.write("a", "2\n")
 				up.commitAll("two")
 				r.git("fetch", "-q", "origin")
@@ -157,15 +152,8 @@ func TestParseStatusV2RealGit(t *testing.T) {
 			},
 		},
 		{
-			name: "upstream in step",
-			setup: func(t *testing.T, r *repo) {
-				up := newRepo(t)
-				up.write("a", "1\n")
-				up.commitAll("one")
-				r.git("remote", "add", "origin", up.dir)
-				r.git("fetch", "-q", "origin")
-				r.git("checkout", "-q", "-b", "main", "--track", "origin/main")
-			},
+			name:  "upstream in step",
+			setup: func(t *testing.T, r *repo) { tracking(t, r) },
 			check: func(t *testing.T, r *repo, st *grove.Status) {
 				if st.Upstream != "origin/main" || st.Ahead != 0 || st.Behind != 0 || st.UpstreamGone {
 					t.Errorf("upstream %q ahead %d behind %d gone %v", st.Upstream, st.Ahead, st.Behind, st.UpstreamGone)
@@ -245,6 +233,19 @@ func wantStrings(t *testing.T, what string, got, want []string) {
 
 // formatStatusV2 writes st back in porcelain v2 -z form, so tests and the
 // fuzzer can check that parsing loses nothing Status holds.
+// tracking gives r an origin with one commit on main and checks out main
+// tracking origin/main; it returns the origin.
+func tracking(t *testing.T, r *repo) *repo {
+	t.Helper()
+	up := newRepo(t)
+	up.write("a", "1\n")
+	up.commitAll("one")
+	r.git("remote", "add", "origin", up.dir)
+	r.git("fetch", "-q", "origin")
+	r.git("checkout", "-q", "-b", "main", "--track", "origin/main")
+	return up
+}
+
 func formatStatusV2(st *grove.Status) []byte {
 	var b strings.Builder
 	rec := func(s string) { b.WriteString(s); b.WriteByte(0) }

@@ -53,60 +53,56 @@ func (e *Engine) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The provider's own scan first: besides its storage it may report
+	// workspaces it found gone where the engine cannot probe them itself.
+	var found provider.ScanReport
+	sc, scanning := e.prov.(provider.Scanner)
+	if scanning {
+		if found, err = sc.Scan(ctx, caches, wss); err != nil {
+			return nil, err
+		}
+	}
+	gone := make(map[string]bool, len(found.MissingWorkspaces))
+	for _, id := range found.MissingWorkspaces {
+		gone[id] = true
+	}
 	known := make(map[string]bool, len(wss))
 	for _, ws := range wss {
 		known[ws.ID] = true
-		ok := true
+		ok := !gone[ws.ID]
 		if ws.LocalPath != "" {
-			// Remote workspaces (no host path) are not probed: that would
-			// start every stopped sandbox and fail start-up whenever one
-			// backend is unreachable. A missing one is rebuilt when next
+			// Workspaces with no host path are not probed here: that
+			// would start every stopped sandbox and fail start-up whenever
+			// one backend is unreachable. The provider's Scan looks into
+			// running ones; a missing one elsewhere is rebuilt when next
 			// acquired (reuse checks Exists).
 			if ok, err = e.prov.Exists(ctx, ws); err != nil {
 				return nil, err
 			}
 		}
+		var list *[]string
 		switch {
 		case ws.State == grove.WorkspaceCreating:
-			rep.UnfinishedWorkspaces = append(rep.UnfinishedWorkspaces, ws.ID)
+			list = &rep.UnfinishedWorkspaces
 		case !ok && ws.State != grove.WorkspaceBroken:
-			rep.BrokenWorkspaces = append(rep.BrokenWorkspaces, ws.ID)
+			list = &rep.BrokenWorkspaces
 		default:
 			continue
 		}
 		ws.State = grove.WorkspaceBroken
 		ws.UpdatedAt = e.now().UTC()
-		if err := e.store.UpdateWorkspace(ctx, ws); err != nil {
+		switch err := e.store.UpdateWorkspace(ctx, ws); {
+		case errors.Is(err, grove.ErrNotFound):
+			continue // destroyed meanwhile (by another process on the store)
+		case err != nil:
 			return nil, err
 		}
+		*list = append(*list, ws.ID)
 	}
-	if sc, ok := e.prov.(provider.Scanner); ok {
-		found, err := sc.Scan(ctx, caches, wss)
-		if err != nil {
-			return nil, err
-		}
+	if scanning {
 		rep.OrphanDirs = found.OrphanDirs
 		rep.RemovedLocks = found.RemovedLocks
 		rep.RemovedTemp = found.RemovedTemp
-		byID := make(map[string]*grove.Workspace, len(wss))
-		for _, ws := range wss {
-			byID[ws.ID] = ws
-		}
-		for _, id := range found.MissingWorkspaces {
-			ws := byID[id]
-			if ws == nil || ws.State == grove.WorkspaceBroken || ws.State == grove.WorkspaceCreating {
-				continue
-			}
-			ws.State = grove.WorkspaceBroken
-			ws.UpdatedAt = e.now().UTC()
-			switch err := e.store.UpdateWorkspace(ctx, ws); {
-			case errors.Is(err, grove.ErrNotFound):
-				continue // destroyed meanwhile (by another server of a cluster)
-			case err != nil:
-				return nil, err
-			}
-			rep.BrokenWorkspaces = append(rep.BrokenWorkspaces, id)
-		}
 		missing := make(map[string]bool, len(found.MissingCaches))
 		for _, id := range found.MissingCaches {
 			missing[id] = true

@@ -198,7 +198,7 @@ func (l *Local) execute(ctx context.Context, payload json.RawMessage) (any, erro
 			return nil, grove.Errorf(grove.ErrInvalid, "the command contains a NUL byte")
 		}
 	}
-	if err := checkEnv(req.Env); err != nil {
+	if err := procexec.CheckEnv(req.Env); err != nil {
 		return nil, err
 	}
 	if req.TimeoutMS < 0 || req.MaxOutput < 0 {

@@ -95,13 +95,6 @@ func withEnv(base []string, extra map[string]string) []string {
 	return out
 }
 
-// checkEnv refuses variable names that are not shell identifiers and
-// values with NUL (procexec's rule for every runtime).
-func checkEnv(env map[string]string) error {
-	_, _, err := procexec.Validate(grove.ExecRequest{Argv: []string{"env"}, Env: env})
-	return err
-}
-
 // dirOf checks a directory-relative cwd (through fsops: no symlink out,
 // no .git) and returns its absolute path.
 func (l *Local) dirOf(rel string) (string, error) {

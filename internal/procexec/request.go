@@ -33,13 +33,8 @@ func Validate(req grove.ExecRequest) (timeout time.Duration, maxOutput int, err 
 	if strings.IndexByte(req.Shell, 0) >= 0 {
 		return 0, 0, grove.Errorf(grove.ErrInvalid, "exec: shell command contains a NUL byte")
 	}
-	for k, v := range req.Env {
-		if !validEnvName(k) {
-			return 0, 0, grove.Errorf(grove.ErrInvalid, "exec: invalid environment variable name %q", k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return 0, 0, grove.Errorf(grove.ErrInvalid, "exec: environment variable %s contains a NUL byte", k)
-		}
+	if err := CheckEnv(req.Env); err != nil {
+		return 0, 0, err
 	}
 	timeout, maxOutput = req.Timeout, req.MaxOutput
 	if timeout == 0 {
@@ -49,6 +44,20 @@ func Validate(req grove.ExecRequest) (timeout time.Duration, maxOutput int, err 
 		maxOutput = driver.DefaultMaxOutput
 	}
 	return timeout, maxOutput, nil
+}
+
+// CheckEnv refuses variable names that are not shell identifiers and
+// values with a NUL byte.
+func CheckEnv(env map[string]string) error {
+	for k, v := range env {
+		if !validEnvName(k) {
+			return grove.Errorf(grove.ErrInvalid, "exec: invalid environment variable name %q", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return grove.Errorf(grove.ErrInvalid, "exec: environment variable %s contains a NUL byte", k)
+		}
+	}
+	return nil
 }
 
 // validEnvName accepts the portable shell identifier syntax, so a name can

@@ -82,9 +82,14 @@ const listTreesScript = `root=$1
 find "$root" -mindepth 1 -maxdepth 12 \( -name .bare -o -name .git -o -name .grove-incoming \) -prune -o \
   -path '*/worktrees/*' -prune -type d -print`
 
-// leftover matches the names sweepScript removes (a tree being built or
-// deleted): neither a workspace nor an orphan.
-var leftover = regexp.MustCompile(`-[0-9a-f]{16}\.(tmp|removing)-ws_[0-9a-f]{16}$`)
+// leftoverSuffix ends the name of a working tree being built
+// (<name>.tmp-<id>, createScript) or deleted (<name>.removing-<id>,
+// removeScript). A working tree's own name ends in its 16-digit hash,
+// never in "-ws_" and an id, so no workspace matches it. sweepScript
+// removes old ones; Scan counts them as neither workspace nor orphan.
+const leftoverSuffix = `-[0-9a-f]{16}\.(tmp|removing)-ws_[0-9a-f]{16}`
+
+var leftover = regexp.MustCompile(leftoverSuffix + `$`)
 
 // scanSandbox compares the working trees in o's running sandbox with the
 // records of o's workspaces.
@@ -134,37 +139,38 @@ func (p *Provider) SweepTemp(ctx context.Context) ([]string, error) {
 const SandboxTempMinAge = time.Hour
 
 // sweepScript removes what a crash of any server left in a sandbox:
-// half-built working trees (<name>.tmp-<id>), trees renamed aside for
-// deletion (<name>.removing-<id>), bundles in transit
-// (.grove-incoming/<id>.bundle) and outgoing bundles in /tmp. The
-// patterns are exact: a working tree's own name ends in its 16-digit
-// hash, never in "-ws_" and an id, so no workspace matches; bare
-// repositories and working trees are never walked; paths reach rm as
-// arguments, never through a pipe a newline in a name could split. It
-// prints each path it removed.
-const sweepScript = `root=$1 mins=$2
+// working trees half built or renamed aside for deletion (names ending in
+// $3, leftoverSuffix), bundles in transit (.grove-incoming/<id>.bundle)
+// and outgoing bundles in /tmp. Bare repositories and working trees are
+// never walked; paths reach rm as arguments, never through a pipe a
+// newline in a name could split. It prints each path it removed.
+const sweepScript = `root=$1 mins=$2 leftover=$3
 [ -d "$root" ] || exit 0
 find "$root" -regextype posix-extended -mindepth 1 -maxdepth 12 \
   \( -name .bare -o -name .git \) -prune -o \
-  -path '*/worktrees/*' \( -regex '.*/worktrees/[^/]+-[0-9a-f]{16}\.(tmp|removing)-ws_[0-9a-f]{16}' -mmin +"$mins" -exec rm -rf -- {} \; -print -o -true \) -prune -o \
+  -path '*/worktrees/*' \( -regex ".*/worktrees/[^/]+$leftover" -mmin +"$mins" -exec rm -rf -- {} \; -print -o -true \) -prune -o \
   -path '*/.grove-incoming/*' \( -regex '.*/\.grove-incoming/ws_[0-9a-f]{16}\.bundle' -mmin +"$mins" -exec rm -rf -- {} \; -print -o -true \) -prune -o \
   -true 2>/dev/null
 find /tmp -mindepth 1 -maxdepth 1 -type f -name 'grove-bundle-*' -mmin +"$mins" -exec rm -f -- {} \; -print 2>/dev/null
 exit 0`
 
 // sweepSandbox runs sweepScript in control runtime id once per process
-// and reports what it removed to the provider's log. It is best effort:
-// a sandbox it cannot sweep now is left for the next process.
+// and reports what it removed to the provider's log. It is best effort
+// and tried once: a sweep that fails is logged and left to the next
+// process, never retried on every later request to the sandbox.
 func (p *Provider) sweepSandbox(ctx context.Context, id string) {
 	if _, done := p.swept.LoadOrStore(id, true); done {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	argv := []string{"sh", "-c", sweepScript, "sh", p.root, strconv.Itoa(int(SandboxTempMinAge / time.Minute))}
+	argv := []string{"sh", "-c", sweepScript, "sh", p.root, strconv.Itoa(int(SandboxTempMinAge / time.Minute)), leftoverSuffix}
 	res, err := p.drv.Exec(ctx, id, grove.ExecRequest{Argv: argv, Class: grove.ClassWrite, Timeout: 2 * time.Minute})
-	if err != nil || res.ExitCode != 0 {
-		p.swept.Delete(id)
+	if err == nil && res.ExitCode != 0 {
+		err = failed("sweep", res)
+	}
+	if err != nil {
+		p.log.Warn("remote: sweeping a sandbox's crash leftovers failed", "runtime", id, "err", err)
 		return
 	}
 	if out := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n"); out[0] != "" {
